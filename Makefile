@@ -1,0 +1,46 @@
+# The two commands: `make run` and `make test`. Everything else is a helper.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: install run test lint typecheck unit migrate bench bench-full clean
+
+$(BIN)/python:
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+		|| { echo "Python 3.11 or newer is required ($(PYTHON))" >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): $(BIN)/python pyproject.toml constraints.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(BIN)/tenant-service serve
+
+migrate: install
+	$(BIN)/tenant-service migrate
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: install
+	$(BIN)/mypy
+
+unit: install
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+test: lint typecheck unit
+
+bench: install
+	$(BIN)/python -m bench run --quick
+
+bench-full: install
+	$(BIN)/python -m bench run --full
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

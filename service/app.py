@@ -1,0 +1,81 @@
+"""The app factory: create_app(settings) builds every object; the cleanup context opens
+and closes the database with the app. Nothing is created at import time."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+
+from service.auth.authenticator import Authenticator
+from service.bootstrap import prepare_database
+from service.config import Settings
+from service.crypto import Encryptor, KeyRing
+from service.db.pool import Database, connect
+from service.db.queries import Queries
+from service.handlers import health, tenants
+from service.http import appkeys as keys
+from service.http.middleware import authenticate, request_context
+from service.http.routing import Api, register
+from service.logs import get_logger
+from service.repositories.registry import Repositories
+from service.usecases.deps import Deps
+from service.usecases.recording import ChangeRecorder
+from service.usecases.tenant_changes import TenantChanges
+from service.usecases.tenant_creation import TenantCreation
+from service.usecases.tenant_moves import TenantMoves
+from service.usecases.tenant_queries import TenantQueries
+
+log = get_logger("service.app")
+BOOTSTRAP_KEY = web.AppKey("bootstrap_key", bool)
+
+
+def apis() -> list[Api]:
+    return [health.api, tenants.api]
+
+
+def create_app(settings: Settings, *, bootstrap_key: bool = False) -> web.Application:
+    if settings.database_url is None:
+        raise ValueError("create_app needs settings.database_url (the CLI starts one if unset)")
+    app = web.Application(
+        client_max_size=settings.max_body_bytes,
+        middlewares=[request_context, authenticate],
+    )
+    queries = Queries.load()
+    repos = Repositories.build(queries)
+    database = Database(settings)
+    keyring = KeyRing(Encryptor(settings.encryption_key, settings.encryption_keys_previous))
+    deps = Deps(settings, database, repos, ChangeRecorder(repos.outbox), keyring)
+
+    app[keys.SETTINGS] = settings
+    app[keys.QUERIES] = queries
+    app[keys.REPOSITORIES] = repos
+    app[keys.DATABASE] = database
+    app[keys.KEYRING] = keyring
+    app[keys.DEPS] = deps
+    app[keys.AUTHENTICATOR] = Authenticator(settings, database, repos.api_keys)
+    app[keys.TENANT_QUERIES] = TenantQueries(deps)
+    app[keys.TENANT_CREATION] = TenantCreation(deps)
+    app[keys.TENANT_CHANGES] = TenantChanges(deps)
+    app[keys.TENANT_MOVES] = TenantMoves(deps)
+    app[BOOTSTRAP_KEY] = bootstrap_key
+    app[keys.ENDPOINTS] = register(app, apis())
+    app.cleanup_ctx.append(_database_lifecycle)
+    return app
+
+
+async def _database_lifecycle(app: web.Application) -> AsyncIterator[None]:
+    settings = app[keys.SETTINGS]
+    assert settings.database_url is not None
+    conn = await connect(settings.database_url)
+    try:
+        await prepare_database(conn, settings, app[keys.QUERIES], bootstrap_key=app[BOOTSTRAP_KEY])
+    finally:
+        await conn.close()
+    await app[keys.DATABASE].open(settings.database_url)
+    log.info("database ready", pool_max=settings.db_pool_max_size)
+    try:
+        yield
+    finally:
+        await app[keys.DATABASE].close()
+        log.info("database closed")

@@ -1,0 +1,1 @@
+"""Authentication (API keys, JWT) and authorization (scopes, admin routes, subtrees)."""

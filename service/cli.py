@@ -1,0 +1,242 @@
+"""The tenant-service command: serve (default), migrate, api-keys create."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from uuid import UUID
+
+import orjson
+
+from service.auth.principal import SCOPES, SYSTEM_ACTOR
+from service.config import ConfigError, Settings
+from service.db.migrations import apply_migrations
+from service.db.pool import connect
+from service.db.queries import Queries
+from service.logs import configure_logging, get_logger
+from service.repositories.registry import Repositories
+from service.representations import api_key_json
+from service.usecases.api_key_issuing import IssuedKey, issue_api_key
+from service.usecases.recording import ChangeRecorder
+
+log = get_logger("service.cli")
+
+
+def _read_dotenv(path: Path = Path(".env")) -> dict[str, str]:
+    """KEY=VALUE lines of a development .env file; the real environment wins."""
+    values: dict[str, str] = {}
+    if not path.is_file():
+        return values
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        values[key.strip()] = value.strip().strip("'\"")
+    return values
+
+
+def load_settings() -> Settings:
+    import os
+
+    env = {**_read_dotenv(), **os.environ}
+    try:
+        return Settings.from_env(env)
+    except ConfigError as exc:
+        sys.stderr.write(f"tenant-service: {exc}\n")
+        raise SystemExit(2) from None
+
+
+@contextlib.contextmanager
+def database(settings: Settings) -> Iterator[Settings]:
+    """Settings with a database_url: the configured one, or an embedded server's."""
+    if settings.database_url is not None:
+        yield settings
+        return
+    from service.embedded import EmbeddedPostgres
+
+    server = EmbeddedPostgres.start(settings.data_dir)
+    try:
+        yield replace(settings, database_url=server.dsn)
+    finally:
+        server.stop()
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from aiohttp import web
+
+    from service.app import create_app
+
+    settings = load_settings()
+    if args.port is not None:
+        settings = replace(settings, port=args.port)
+    if args.host is not None:
+        settings = replace(settings, host=args.host)
+    configure_logging(settings.log_level)
+    _warn_about_secrets(settings)
+    loop = _new_event_loop()
+    asyncio.set_event_loop(loop)
+    with database(settings) as ready:
+        log.info(
+            "service starting",
+            port=ready.port,
+            environment=ready.environment,
+            database="external" if settings.database_url else "embedded",
+        )
+        web.run_app(
+            create_app(ready, bootstrap_key=True),
+            host=ready.host,
+            port=ready.port,
+            access_log=None,
+            print=None,
+            loop=loop,
+            shutdown_timeout=30,
+        )
+        log.info("service stopped")
+    return 0
+
+
+def _new_event_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency off Windows
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+def _warn_about_secrets(settings: Settings) -> None:
+    if settings.generated_secrets:
+        log.warning(
+            "development secrets in use: generated once and kept in DATA_DIR; "
+            "set them in the environment for production",
+            secrets=list(settings.generated_secrets),
+            file=str(settings.data_dir / "secrets.json"),
+        )
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    configure_logging(settings.log_level)
+
+    async def run(dsn: str) -> list[str]:
+        conn = await connect(dsn)
+        try:
+            done = await apply_migrations(conn, Queries.load())
+        finally:
+            await conn.close()
+        return [f"{m.version:04d}_{m.name}" for m in done]
+
+    with database(settings) as ready:
+        assert ready.database_url is not None
+        applied = asyncio.run(run(ready.database_url))
+    log.info("migrations applied", applied=applied, count=len(applied))
+    return 0
+
+
+def cmd_create_key(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    configure_logging(settings.log_level)
+    scopes = [s.strip() for s in args.scopes.split(",") if s.strip()]
+    unknown = [s for s in scopes if s not in SCOPES]
+    if unknown or not scopes:
+        sys.stderr.write(f"tenant-service: --scopes takes a list of {', '.join(SCOPES)}\n")
+        return 2
+    if not 1 <= len(args.name) <= 255:
+        sys.stderr.write("tenant-service: --name must be 1 to 255 characters\n")
+        return 2
+
+    async def run(dsn: str) -> IssuedKey:
+        queries = Queries.load()
+        conn = await connect(dsn)
+        try:
+            await apply_migrations(conn, queries)
+            repos = Repositories.build(queries)
+            async with conn.transaction():
+                return await issue_api_key(
+                    conn,
+                    keys=repos.api_keys,
+                    recorder=ChangeRecorder(repos.outbox),
+                    hmac_secret=settings.api_key_hmac_secret,
+                    actor=SYSTEM_ACTOR,
+                    name=args.name,
+                    scopes=scopes,
+                    tenant_id=args.tenant_id,
+                    environment="test" if args.test else "live",
+                )
+        finally:
+            await conn.close()
+
+    with database(settings) as ready:
+        assert ready.database_url is not None
+        try:
+            issued = asyncio.run(run(ready.database_url))
+        except Exception as exc:
+            sys.stderr.write(f"tenant-service: could not create the key: {exc}\n")
+            return 1
+    if args.json:
+        document = {**api_key_json(issued.key), "plaintext_key": issued.plaintext}
+        sys.stdout.write(orjson.dumps(document).decode() + "\n")
+    else:
+        sys.stdout.write(
+            f"Created API key {issued.key.id} ({', '.join(issued.key.scopes)}).\n"
+            f"It is shown this once; store it now:\n\n    {issued.plaintext}\n\n"
+        )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tenant-service",
+        description="Tenant Hierarchy Service: a JSON API for a forest of tenants with "
+        "inherited config and permissions. Configuration comes from the environment "
+        "(see docs/operations.md); with DATABASE_URL unset an embedded PostgreSQL "
+        "is started under DATA_DIR.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="run the HTTP service (the default command)")
+    serve.add_argument("--port", type=int, help="listening port (default: PORT or 8080)")
+    serve.add_argument("--host", help="listening address (default: HOST or 0.0.0.0)")
+    serve.set_defaults(func=cmd_serve)
+
+    migrate = sub.add_parser("migrate", help="apply the SQL migrations and exit")
+    migrate.set_defaults(func=cmd_migrate)
+
+    keys = sub.add_parser("api-keys", help="manage API keys from the command line")
+    keys_sub = keys.add_subparsers(dest="keys_command", metavar="ACTION", required=True)
+    create = keys_sub.add_parser(
+        "create", help="create a key and print it once (only its HMAC is stored)"
+    )
+    create.add_argument("--name", required=True, help="a name to recognise the key by")
+    create.add_argument(
+        "--scopes", default="read", help="comma-separated scopes: read,write,admin (default read)"
+    )
+    create.add_argument(
+        "--tenant-id", type=UUID, help="restrict the key to this tenant and its descendants"
+    )
+    create.add_argument(
+        "--test", action="store_true", help="make an sk_test_ key (default sk_live_)"
+    )
+    create.add_argument(
+        "--json", action="store_true", help="print the key object with plaintext_key as JSON"
+    )
+    create.set_defaults(func=cmd_create_key)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "func"):
+        args = parser.parse_args(["serve", *(argv or [])])
+    result: int = args.func(args)
+    return result
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,339 @@
+"""Settings: one frozen object built from the environment (DESIGN.md section 1)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import ipaddress
+import json
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal
+
+from service.durations import InvalidDuration, parse_duration
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+Environment = Literal["development", "production"]
+
+SECRETS_FILE = "secrets.json"
+MIN_SECRET_BYTES = 32
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+class ConfigError(Exception):
+    """The environment does not describe a valid configuration; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    port: int = 8080
+    host: str = "0.0.0.0"  # noqa: S104 - a service listens on every interface by default
+    database_url: str | None = None
+    data_dir: Path = Path(".data")
+    environment: Environment = "development"
+    jwt_secret: str = ""
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = None
+    api_key_hmac_secret: bytes = b""
+    encryption_key: bytes = b""
+    encryption_keys_previous: tuple[bytes, ...] = ()
+    rate_limit_max: int = 100
+    rate_limit_window_seconds: int = 60
+    redis_url: str | None = None
+    webhook_max_attempts: int = 6
+    webhook_retry_base_seconds: float = 10.0
+    webhook_retry_max_seconds: float = 3600.0
+    webhook_timeout_seconds: float = 10.0
+    webhook_allow_http: bool = False
+    webhook_allowed_private_cidrs: tuple[IPNetwork, ...] = ()
+    max_body_bytes: int = 1_048_576
+    max_tenant_depth: int = 32
+    regions: tuple[str, ...] = ("default",)
+    default_region: str = "default"
+    audit_log_retention_days: int = 365
+    delivery_retention_days: int = 30
+    consent_retention_days: int = 730
+    archived_tenant_retention_days: int = 0
+    db_pool_min_size: int = 2
+    db_pool_max_size: int = 10
+    db_acquire_timeout_seconds: float = 5.0
+    db_statement_timeout_ms: int = 30_000
+    log_level: str = "info"
+    # Names of secrets that came from DATA_DIR rather than the environment (for a warning).
+    generated_secrets: tuple[str, ...] = field(default=())
+
+    @property
+    def is_production(self) -> bool:
+        return self.environment == "production"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Build settings from a mapping (os.environ by default).
+
+        In development, secrets that are not set are generated once into DATA_DIR and
+        reused; in production a missing or weak secret stops the start.
+        """
+        source = dict(os.environ if env is None else env)
+        reader = _Reader(source)
+        environment = reader.choice("SERVICE_ENV", ("development", "production"), "development")
+        data_dir = Path(reader.text("DATA_DIR", ".data"))
+        regions = tuple(r.strip() for r in reader.text("SERVICE_REGIONS", "default").split(","))
+        regions = tuple(r for r in regions if r)
+        default_region = reader.text("DEFAULT_REGION", regions[0] if regions else "default")
+        if not regions:
+            reader.errors.append("SERVICE_REGIONS must name at least one region")
+        elif default_region not in regions:
+            reader.errors.append(f"DEFAULT_REGION {default_region!r} is not in SERVICE_REGIONS")
+
+        settings = cls(
+            port=reader.integer("PORT", 8080, 0, 65535),
+            host=reader.text("HOST", "0.0.0.0"),  # noqa: S104
+            database_url=reader.optional("DATABASE_URL"),
+            data_dir=data_dir,
+            environment=environment,  # type: ignore[arg-type]
+            jwt_issuer=reader.optional("JWT_ISSUER"),
+            jwt_audience=reader.optional("JWT_AUDIENCE"),
+            encryption_keys_previous=reader.previous_keys("SERVICE_ENCRYPTION_KEY_PREVIOUS"),
+            rate_limit_max=reader.integer("RATE_LIMIT_MAX", 100, 1, 100_000),
+            rate_limit_window_seconds=reader.duration("RATE_LIMIT_WINDOW", "1 minute"),
+            redis_url=reader.optional("REDIS_URL"),
+            webhook_max_attempts=reader.integer("WEBHOOK_MAX_ATTEMPTS", 6, 1, 100),
+            webhook_retry_base_seconds=reader.number(
+                "WEBHOOK_RETRY_BASE_SECONDS", 10.0, 0.0, 86400
+            ),
+            webhook_retry_max_seconds=reader.number(
+                "WEBHOOK_RETRY_MAX_SECONDS", 3600.0, 0.0, 604800
+            ),
+            webhook_timeout_seconds=reader.number("WEBHOOK_TIMEOUT_SECONDS", 10.0, 0.1, 300),
+            webhook_allow_http=reader.boolean("WEBHOOK_ALLOW_HTTP", False),
+            webhook_allowed_private_cidrs=reader.cidrs("WEBHOOK_ALLOWED_PRIVATE_CIDRS"),
+            max_body_bytes=reader.integer("MAX_BODY_BYTES", 1_048_576, 1024, 1 << 30),
+            max_tenant_depth=reader.integer("MAX_TENANT_DEPTH", 32, 1, 1000),
+            regions=regions,
+            default_region=default_region,
+            audit_log_retention_days=reader.integer("AUDIT_LOG_RETENTION_DAYS", 365, 0, 36500),
+            delivery_retention_days=reader.integer("DELIVERY_RETENTION_DAYS", 30, 0, 36500),
+            consent_retention_days=reader.integer("CONSENT_RETENTION_DAYS", 730, 0, 36500),
+            archived_tenant_retention_days=reader.integer(
+                "ARCHIVED_TENANT_RETENTION_DAYS", 0, 0, 36500
+            ),
+            db_pool_min_size=reader.integer("DB_POOL_MIN_SIZE", 2, 0, 1000),
+            db_pool_max_size=reader.integer("DB_POOL_MAX_SIZE", 10, 1, 1000),
+            db_acquire_timeout_seconds=reader.number("DB_ACQUIRE_TIMEOUT_SECONDS", 5.0, 0.1, 300),
+            db_statement_timeout_ms=reader.integer("DB_STATEMENT_TIMEOUT_MS", 30_000, 0, 3_600_000),
+            log_level=reader.choice(
+                "LOG_LEVEL", ("debug", "info", "warning", "error"), "info", lower=True
+            ),
+        )
+        if settings.db_pool_min_size > settings.db_pool_max_size:
+            reader.errors.append("DB_POOL_MIN_SIZE must not exceed DB_POOL_MAX_SIZE")
+        secrets_ = _resolve_secrets(source, settings, reader)
+        if reader.errors:
+            raise ConfigError("invalid configuration: " + "; ".join(reader.errors))
+        return replace(settings, **secrets_)  # type: ignore[arg-type]
+
+
+def decode_encryption_key(text: str) -> bytes:
+    """Base64 text of exactly 32 bytes, as SERVICE_ENCRYPTION_KEY and the rotation body use."""
+    try:
+        raw = base64.b64decode(text.strip(), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ValueError("must be base64") from exc
+    if len(raw) != 32:
+        raise ValueError("must be base64 of exactly 32 bytes")
+    return raw
+
+
+def _weak(raw: bytes) -> bool:
+    # A long secret made of a handful of distinct bytes ("aaaa…", "changeme…") is not random.
+    return len(raw) < MIN_SECRET_BYTES or len(set(raw)) < 8
+
+
+def _resolve_secrets(
+    source: Mapping[str, str], settings: Settings, reader: _Reader
+) -> dict[str, object]:
+    jwt_secret = source.get("JWT_SECRET", "")
+    hmac_secret = source.get("SERVICE_API_KEY_HMAC_SECRET", "")
+    enc_text = source.get("SERVICE_ENCRYPTION_KEY", "")
+    enc_key = b""
+    if enc_text:
+        try:
+            enc_key = decode_encryption_key(enc_text)
+        except ValueError as exc:
+            reader.errors.append(f"SERVICE_ENCRYPTION_KEY {exc}")
+
+    if settings.is_production:
+        problems = []
+        if not jwt_secret:
+            problems.append("JWT_SECRET is missing")
+        elif _weak(jwt_secret.encode()):
+            problems.append(f"JWT_SECRET is weak (use at least {MIN_SECRET_BYTES} random bytes)")
+        if not hmac_secret:
+            problems.append("SERVICE_API_KEY_HMAC_SECRET is missing")
+        elif _weak(hmac_secret.encode()):
+            problems.append(
+                "SERVICE_API_KEY_HMAC_SECRET is weak "
+                f"(use at least {MIN_SECRET_BYTES} random bytes)"
+            )
+        if not enc_text:
+            problems.append("SERVICE_ENCRYPTION_KEY is missing")
+        elif enc_key and len(set(enc_key)) < 8:
+            problems.append("SERVICE_ENCRYPTION_KEY is weak (use 32 random bytes)")
+        if problems:
+            reader.errors.append(
+                "SERVICE_ENV=production refuses to start without strong secrets: "
+                + ", ".join(problems)
+            )
+        return {
+            "jwt_secret": jwt_secret,
+            "api_key_hmac_secret": hmac_secret.encode(),
+            "encryption_key": enc_key,
+        }
+
+    generated: list[str] = []
+    stored: dict[str, str] = {}
+    if not (jwt_secret and hmac_secret and enc_text):
+        stored = _development_secrets(settings.data_dir)
+    if not jwt_secret:
+        jwt_secret = stored["jwt_secret"]
+        generated.append("JWT_SECRET")
+    if not hmac_secret:
+        hmac_secret = stored["api_key_hmac_secret"]
+        generated.append("SERVICE_API_KEY_HMAC_SECRET")
+    if not enc_text:
+        enc_key = decode_encryption_key(stored["encryption_key"])
+        generated.append("SERVICE_ENCRYPTION_KEY")
+    return {
+        "jwt_secret": jwt_secret,
+        "api_key_hmac_secret": hmac_secret.encode(),
+        "encryption_key": enc_key,
+        "generated_secrets": tuple(generated),
+    }
+
+
+def _development_secrets(data_dir: Path) -> dict[str, str]:
+    """Read DATA_DIR/secrets.json, creating it (mode 0600) on first use."""
+    path = data_dir / SECRETS_FILE
+    if path.exists():
+        loaded = json.loads(path.read_text())
+        if (
+            isinstance(loaded, dict)
+            and {
+                "jwt_secret",
+                "api_key_hmac_secret",
+                "encryption_key",
+            }
+            <= loaded.keys()
+        ):
+            return {k: str(v) for k, v in loaded.items()}
+    data_dir.mkdir(parents=True, exist_ok=True)
+    values = {
+        "jwt_secret": secrets.token_urlsafe(48),
+        "api_key_hmac_secret": secrets.token_urlsafe(48),
+        "encryption_key": base64.b64encode(secrets.token_bytes(32)).decode(),
+    }
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(values, handle, indent=2)
+    return values
+
+
+class _Reader:
+    """Reads typed values from the environment and collects every problem at once."""
+
+    def __init__(self, source: Mapping[str, str]) -> None:
+        self.source = source
+        self.errors: list[str] = []
+
+    def text(self, name: str, default: str) -> str:
+        value = self.source.get(name)
+        return default if value is None or value.strip() == "" else value.strip()
+
+    def optional(self, name: str) -> str | None:
+        value = self.source.get(name, "").strip()
+        return value or None
+
+    def integer(self, name: str, default: int, low: int, high: int) -> int:
+        raw = self.source.get(name, "").strip()
+        if not raw:
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            self.errors.append(f"{name} must be an integer, got {raw!r}")
+            return default
+        if not low <= value <= high:
+            self.errors.append(f"{name} must be between {low} and {high}")
+            return default
+        return value
+
+    def number(self, name: str, default: float, low: float, high: float) -> float:
+        raw = self.source.get(name, "").strip()
+        if not raw:
+            return default
+        try:
+            value = float(raw)
+        except ValueError:
+            self.errors.append(f"{name} must be a number, got {raw!r}")
+            return default
+        if not low <= value <= high:
+            self.errors.append(f"{name} must be between {low} and {high}")
+            return default
+        return value
+
+    def boolean(self, name: str, default: bool) -> bool:
+        raw = self.source.get(name)
+        if raw is None:
+            return default
+        lowered = raw.strip().lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+        self.errors.append(f"{name} must be true or false, got {raw!r}")
+        return default
+
+    def choice(
+        self, name: str, allowed: tuple[str, ...], default: str, *, lower: bool = False
+    ) -> str:
+        raw = self.text(name, default)
+        if lower:
+            raw = raw.lower()
+        if raw not in allowed:
+            self.errors.append(f"{name} must be one of {', '.join(allowed)}, got {raw!r}")
+            return default
+        return raw
+
+    def duration(self, name: str, default: str) -> int:
+        raw = self.text(name, default)
+        try:
+            return parse_duration(raw)
+        except InvalidDuration as exc:
+            self.errors.append(f"{name}: {exc}")
+            return parse_duration(default)
+
+    def cidrs(self, name: str) -> tuple[IPNetwork, ...]:
+        networks: list[IPNetwork] = []
+        for part in self.text(name, "").split(","):
+            if not part.strip():
+                continue
+            try:
+                networks.append(ipaddress.ip_network(part.strip(), strict=False))
+            except ValueError:
+                self.errors.append(f"{name}: {part.strip()!r} is not a CIDR")
+        return tuple(networks)
+
+    def previous_keys(self, name: str) -> tuple[bytes, ...]:
+        keys: list[bytes] = []
+        for part in self.text(name, "").split(","):
+            if not part.strip():
+                continue
+            try:
+                keys.append(decode_encryption_key(part))
+            except ValueError as exc:
+                self.errors.append(f"{name}: an entry {exc}")
+        return tuple(keys)

@@ -1,0 +1,1 @@
+"""Database access: the SQL file loader, migrations, the pool and transactions."""

@@ -1,0 +1,89 @@
+"""Database errors become domain errors here, and only here, by constraint name."""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+
+from service.errors import FieldError, ServiceError
+
+_BY_CONSTRAINT: dict[str, tuple[str, str]] = {
+    "tenants_slug_key": ("CONFLICT", "a tenant with this slug already exists"),
+    "tenants_parent_fk": ("TENANT_NOT_FOUND", "parent tenant not found"),
+    "roles_name_key": ("CONFLICT", "a role with this name already exists in its scope"),
+    "api_keys_role_fk": ("ROLE_NOT_FOUND", "role not found"),
+    "api_keys_tenant_fk": ("TENANT_NOT_FOUND", "tenant not found"),
+    "roles_tenant_fk": ("TENANT_NOT_FOUND", "tenant not found"),
+    "config_entries_tenant_fk": ("TENANT_NOT_FOUND", "tenant not found"),
+    "permission_policies_tenant_fk": ("TENANT_NOT_FOUND", "tenant not found"),
+    "webhooks_tenant_fk": ("TENANT_NOT_FOUND", "tenant not found"),
+    "tenant_closure_ancestor_fk": ("TENANT_NOT_FOUND", "tenant not found"),
+    "tenant_closure_descendant_fk": ("TENANT_NOT_FOUND", "tenant not found"),
+}
+
+# Check constraints that mirror request validation: reaching them means input slipped
+# past the validators, which is still the caller's mistake, not a server error.
+_CHECK_FIELDS: dict[str, str] = {
+    "tenants_name_length": "name",
+    "tenants_slug_format": "slug",
+    "tenants_isolation_strategy_check": "isolation_strategy",
+    "config_entries_key_format": "key",
+    "permission_policies_key_format": "key",
+    "permission_policies_mode_check": "mode",
+    "api_keys_name_length": "name",
+    "roles_name_length": "name",
+}
+
+_UNAVAILABLE = (
+    asyncpg.PostgresConnectionError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.TooManyConnectionsError,
+    asyncpg.OperatorInterventionError,
+    asyncpg.InsufficientResourcesError,
+    asyncpg.QueryCanceledError,
+    ConnectionError,
+    OSError,
+    asyncio.TimeoutError,
+)
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Errors meaning the database is unreachable or overloaded: answer 503, retry later."""
+    if isinstance(exc, asyncpg.InterfaceError):
+        return "closed" in str(exc)
+    return isinstance(exc, _UNAVAILABLE)
+
+
+def service_unavailable() -> ServiceError:
+    return ServiceError(
+        "SERVICE_UNAVAILABLE",
+        "the database is unavailable; retry shortly",
+        headers={"Retry-After": "1"},
+    )
+
+
+def translate_db_error(exc: BaseException) -> ServiceError | None:
+    """The domain error for a database error, or None when it is a bug to report as 500."""
+    if is_unavailable(exc):
+        return service_unavailable()
+    if isinstance(exc, asyncpg.IntegrityConstraintViolationError):
+        name = getattr(exc, "constraint_name", None) or ""
+        if name in _BY_CONSTRAINT:
+            code, message = _BY_CONSTRAINT[name]
+            return ServiceError(code, message)
+        if name in _CHECK_FIELDS:
+            field = _CHECK_FIELDS[name]
+            return ServiceError(
+                "VALIDATION_ERROR",
+                f"{field}: invalid value",
+                details=[FieldError(field, "invalid value")],
+            )
+    if isinstance(
+        exc,
+        asyncpg.UntranslatableCharacterError
+        | asyncpg.CharacterNotInRepertoireError
+        | asyncpg.InvalidTextRepresentationError,
+    ):
+        return ServiceError("VALIDATION_ERROR", "a value contains characters that cannot be stored")
+    return None

@@ -1,0 +1,104 @@
+"""Domain errors: every code of DESIGN.md section 2 with its HTTP status.
+
+Use cases raise ServiceError; one middleware turns it into the JSON error body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+STATUS_BY_CODE: dict[str, int] = {
+    "VALIDATION_ERROR": 400,
+    "UNSAFE_WEBHOOK_URL": 400,
+    "UNAUTHORIZED": 401,
+    "INVALID_CREDENTIALS": 401,
+    "INSUFFICIENT_SCOPE": 403,
+    "TENANT_ACCESS_DENIED": 403,
+    "TENANT_NOT_FOUND": 404,
+    "WEBHOOK_NOT_FOUND": 404,
+    "DELIVERY_NOT_FOUND": 404,
+    "API_KEY_NOT_FOUND": 404,
+    "ROLE_NOT_FOUND": 404,
+    "AUDIT_LOG_NOT_FOUND": 404,
+    "CONFIG_NOT_FOUND": 404,
+    "PERMISSION_NOT_FOUND": 404,
+    "CONSENT_NOT_FOUND": 404,
+    "NOT_FOUND": 404,
+    "METHOD_NOT_ALLOWED": 405,
+    "CONFLICT": 409,
+    "HAS_CHILDREN": 409,
+    "CYCLE_DETECTED": 409,
+    "CONFIG_LOCKED": 409,
+    "PERMISSION_LOCKED": 409,
+    "PARENT_ARCHIVED": 409,
+    "DEPTH_LIMIT_EXCEEDED": 409,
+    "API_KEY_REVOKED": 409,
+    "ENCRYPTION_KEY_MISMATCH": 409,
+    "ALREADY_IN_REGION": 409,
+    "IDEMPOTENCY_KEY_REUSED": 422,
+    "TENANT_ARCHIVED": 410,
+    "PRECONDITION_FAILED": 412,
+    "PAYLOAD_TOO_LARGE": 413,
+    "UNSUPPORTED_MEDIA_TYPE": 415,
+    "RATE_LIMITED": 429,
+    "INTERNAL_ERROR": 500,
+    "SERVICE_UNAVAILABLE": 503,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    field: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"field": self.field, "message": self.message}
+
+
+class ServiceError(Exception):
+    """An error with a documented code; its HTTP status follows from the code."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        details: Sequence[FieldError] = (),
+        headers: Mapping[str, str] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        if code not in STATUS_BY_CODE:
+            raise KeyError(f"undocumented error code {code}")
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = tuple(details)
+        self.headers = dict(headers or {})
+        self.extra = dict(extra or {})
+
+    @property
+    def status(self) -> int:
+        return STATUS_BY_CODE[self.code]
+
+    def __repr__(self) -> str:
+        return f"ServiceError({self.code!r}, {self.message!r})"
+
+
+def validation_error(field: str, message: str) -> ServiceError:
+    return ServiceError(
+        "VALIDATION_ERROR", f"{field}: {message}", details=[FieldError(field, message)]
+    )
+
+
+def tenant_not_found() -> ServiceError:
+    return ServiceError("TENANT_NOT_FOUND", "tenant not found")
+
+
+def tenant_archived() -> ServiceError:
+    return ServiceError("TENANT_ARCHIVED", "tenant is archived")
+
+
+class RetryTransaction(Exception):
+    """Raised inside a transaction whose optimistic read went stale; the runner retries."""

@@ -1,0 +1,1 @@
+"""HTTP handlers: decode the request, call one use case, render the answer."""

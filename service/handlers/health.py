@@ -1,0 +1,43 @@
+"""Liveness and readiness, without credentials."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from service.db.migrations import load_migrations
+from service.http.appkeys import DATABASE, REPOSITORIES
+from service.http.responses import json_response
+from service.http.routing import Api
+
+api = Api("operations")
+
+
+@api.route("GET", "/health", summary="Liveness: the process answers", public=True)
+async def health(request: web.Request) -> web.Response:
+    return json_response({"status": "ok"})
+
+
+@api.route(
+    "GET", "/ready", summary="Readiness: database reachable and migrated", public=True,
+    errors=("SERVICE_UNAVAILABLE",),
+)  # fmt: skip
+async def ready(request: web.Request) -> web.Response:
+    repos = request.app[REPOSITORIES]
+    expected = max((m.version for m in load_migrations()), default=0)
+    try:
+        async with request.app[DATABASE].connection() as conn:
+            await repos.health.ping(conn)
+            applied = await repos.migrations.latest_migration_version(conn)
+    except Exception:
+        return json_response(
+            {"status": "unavailable", "database": "unreachable"},
+            status=503,
+            headers={"Retry-After": "1"},
+        )
+    if applied is None or applied < expected:
+        return json_response(
+            {"status": "unavailable", "database": "migrations pending"},
+            status=503,
+            headers={"Retry-After": "5"},
+        )
+    return json_response({"status": "ok", "database": "ok", "migration": applied})

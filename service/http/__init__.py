@@ -1,0 +1,1 @@
+"""aiohttp plumbing: app keys, request decoding, responses, routing and middlewares."""

@@ -1,0 +1,31 @@
+"""Typed application state: everything the app factory builds lives under one of these."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from service.auth.authenticator import Authenticator
+from service.config import Settings
+from service.crypto import KeyRing
+from service.db.pool import Database
+from service.db.queries import Queries
+from service.http.routing import Endpoint
+from service.repositories.registry import Repositories
+from service.usecases.deps import Deps
+from service.usecases.tenant_changes import TenantChanges
+from service.usecases.tenant_creation import TenantCreation
+from service.usecases.tenant_moves import TenantMoves
+from service.usecases.tenant_queries import TenantQueries
+
+SETTINGS = web.AppKey("settings", Settings)
+QUERIES = web.AppKey("queries", Queries)
+REPOSITORIES = web.AppKey("repositories", Repositories)
+KEYRING = web.AppKey("keyring", KeyRing)
+ENDPOINTS = web.AppKey("endpoints", dict[tuple[str, str], Endpoint])
+DATABASE = web.AppKey("database", Database)
+DEPS = web.AppKey("deps", Deps)
+AUTHENTICATOR = web.AppKey("authenticator", Authenticator)
+TENANT_QUERIES = web.AppKey("tenant_queries", TenantQueries)
+TENANT_CREATION = web.AppKey("tenant_creation", TenantCreation)
+TENANT_CHANGES = web.AppKey("tenant_changes", TenantChanges)
+TENANT_MOVES = web.AppKey("tenant_moves", TenantMoves)

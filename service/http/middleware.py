@@ -1,0 +1,118 @@
+"""The two middlewares: request context (id, errors, access log) and authentication."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+
+from aiohttp import web
+
+from service.auth.authorization import authorize
+from service.auth.principal import Actor, Principal
+from service.db.errors import service_unavailable, translate_db_error
+from service.errors import RetryTransaction, ServiceError
+from service.http.appkeys import AUTHENTICATOR, ENDPOINTS
+from service.http.responses import error_response
+from service.http.routing import Handler, endpoint_for
+from service.logs import get_logger
+
+log = get_logger("service.http")
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+REQUEST_ID = web.RequestKey("request_id", str)
+PRINCIPAL = web.RequestKey("principal", Principal)
+ROUTE_CODES = {
+    400: "VALIDATION_ERROR",
+    404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
+    413: "PAYLOAD_TOO_LARGE",
+    415: "UNSUPPORTED_MEDIA_TYPE",
+}
+
+
+def principal_of(request: web.Request) -> Principal:
+    return request[PRINCIPAL]
+
+
+def actor_of(request: web.Request) -> Actor:
+    principal = principal_of(request)
+    return Actor(
+        actor_id=principal.actor_id,
+        actor_type=principal.actor_type,
+        request_id=request[REQUEST_ID],
+        ip_address=request.remote,
+    )
+
+
+def _http_error(exc: web.HTTPException, request: web.Request) -> ServiceError:
+    code = ROUTE_CODES.get(
+        exc.status, "INTERNAL_ERROR" if exc.status >= 500 else "VALIDATION_ERROR"
+    )
+    if exc.status == 404:
+        return ServiceError("NOT_FOUND", f"no route for {request.path}")
+    if exc.status == 405:
+        allowed = sorted(getattr(exc, "allowed_methods", ()) or ())
+        return ServiceError(
+            "METHOD_NOT_ALLOWED",
+            f"{request.method} is not allowed here",
+            headers={"Allow": ", ".join(allowed)},
+        )
+    if exc.status == 413:
+        return ServiceError("PAYLOAD_TOO_LARGE", "the request body is too large")
+    return ServiceError(code, exc.reason or "bad request")
+
+
+@web.middleware
+async def request_context(request: web.Request, handler: Handler) -> web.StreamResponse:
+    started = time.perf_counter()
+    incoming = request.headers.get("X-Request-ID", "")
+    request_id = incoming if _REQUEST_ID.match(incoming) else uuid.uuid4().hex
+    request[REQUEST_ID] = request_id
+    response: web.StreamResponse
+    try:
+        response = await handler(request)
+    except ServiceError as err:
+        response = error_response(err, request_id)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            response = exc
+        else:
+            response = error_response(_http_error(exc, request), request_id)
+    except RetryTransaction:
+        response = error_response(service_unavailable(), request_id)
+    except Exception as exc:
+        translated = translate_db_error(exc)
+        if translated is None:
+            log.exception("unhandled error", request_id=request_id, path=request.path)
+            translated = ServiceError("INTERNAL_ERROR", "internal error; it has been logged")
+        elif translated.code == "SERVICE_UNAVAILABLE":
+            log.warning("database unavailable", request_id=request_id, error=type(exc).__name__)
+        response = error_response(translated, request_id)
+    response.headers["X-Request-ID"] = request_id
+    principal = request.get(PRINCIPAL)
+    resource = request.match_info.route.resource
+    log.info(
+        "request",
+        request_id=request_id,
+        method=request.method,
+        route=resource.canonical if resource is not None else request.path,
+        status=response.status,
+        duration_ms=round((time.perf_counter() - started) * 1000, 2),
+        actor_id=principal.actor_id if principal else None,
+    )
+    return response
+
+
+@web.middleware
+async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if request.match_info.http_exception is not None:
+        return await handler(request)  # unknown route or method: 404/405 as they are
+    endpoint = endpoint_for(request, request.app[ENDPOINTS])
+    if endpoint is None or endpoint.public:
+        return await handler(request)
+    principal = await request.app[AUTHENTICATOR].authenticate(
+        request.headers.get("X-API-Key"), request.headers.get("Authorization")
+    )
+    authorize(principal, request.method, endpoint.admin)
+    request[PRINCIPAL] = principal
+    return await handler(request)

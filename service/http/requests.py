@@ -1,0 +1,108 @@
+"""Decoding request bodies, query strings and path ids into typed values (or a 4xx)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any, TypeVar
+
+import msgspec
+from aiohttp import web
+
+from service.errors import FieldError, ServiceError
+
+T = TypeVar("T")
+_AT = re.compile(r"^(?P<message>.*?)(?: - at `(?P<path>[^`]*)`)?$", re.DOTALL)
+_NAMED = re.compile(r"^Object (?:contains unknown|missing required) field `(?P<name>[^`]+)`$")
+
+
+def _path_to_field(path: str | None) -> str:
+    if not path or path == "$":
+        return ""
+    return path[2:] if path.startswith("$.") else path.lstrip("$")
+
+
+def field_error(exc: msgspec.ValidationError, *, prefix: str = "") -> FieldError:
+    """msgspec's first problem as {field, message}: 'name', 'tenants[0].slug', ..."""
+    match = _AT.match(str(exc))
+    assert match is not None
+    message, field = match["message"], _path_to_field(match["path"])
+    named = _NAMED.match(message)
+    if named:
+        field = f"{field}.{named['name']}" if field else named["name"]
+        message = message.replace("Object contains unknown field", "unknown field").replace(
+            "Object missing required field", "missing required field"
+        )
+    if prefix:
+        field = f"{prefix}.{field}" if field else prefix
+    return FieldError(field or "body", message)
+
+
+def validation_failed(error: FieldError) -> ServiceError:
+    return ServiceError("VALIDATION_ERROR", f"{error.field}: {error.message}", details=[error])
+
+
+def decode_json(data: bytes, type_: type[T]) -> T:
+    try:
+        return msgspec.json.decode(data, type=type_)
+    except msgspec.ValidationError as exc:
+        raise validation_failed(field_error(exc)) from None
+    except msgspec.DecodeError as exc:
+        raise validation_failed(FieldError("body", f"malformed JSON: {exc}")) from None
+    except RecursionError:
+        raise validation_failed(FieldError("body", "JSON nested too deeply")) from None
+
+
+def _is_json(content_type: str) -> bool:
+    return content_type == "application/json" or (
+        content_type.startswith("application/") and content_type.endswith("+json")
+    )
+
+
+async def read_body(request: web.Request, type_: type[T]) -> T:
+    """The JSON body as type_; 415 when it is not JSON, 400 when it is not valid."""
+    data = await _read(request)
+    if not data:
+        raise validation_failed(FieldError("body", "a JSON object body is required"))
+    return decode_json(data, type_)
+
+
+async def read_optional_body(request: web.Request, type_: type[T]) -> T | None:
+    """Like read_body, but an empty body is allowed and gives None."""
+    data = await _read(request)
+    return decode_json(data, type_) if data else None
+
+
+async def _read(request: web.Request) -> bytes:
+    if not request.body_exists:
+        return b""
+    data = await request.read()  # aiohttp answers 413 past client_max_size
+    if data and not _is_json(request.content_type):
+        raise ServiceError(
+            "UNSUPPORTED_MEDIA_TYPE", "request bodies must be JSON (Content-Type: application/json)"
+        )
+    return data
+
+
+def parse_query(request: web.Request, type_: type[T]) -> T:
+    """Query parameters as type_; unknown or repeated parameters are errors."""
+    params: dict[str, Any] = {}
+    for key, value in request.query.items():
+        if key in params:
+            raise validation_failed(FieldError(key, "parameter given more than once"))
+        params[key] = value
+    try:
+        return msgspec.convert(params, type_, strict=False)
+    except msgspec.ValidationError as exc:
+        raise validation_failed(field_error(exc)) from None
+
+
+def path_uuid(request: web.Request, name: str = "id") -> uuid.UUID:
+    raw = request.match_info[name]
+    try:
+        value = uuid.UUID(raw)
+    except ValueError:
+        raise validation_failed(FieldError(name, "must be a UUID")) from None
+    if len(raw) != 36:
+        raise validation_failed(FieldError(name, "must be a UUID in 8-4-4-4-12 form"))
+    return value

@@ -1,0 +1,1 @@
+"""Thin typed repositories, one per aggregate; SQL comes from sql/queries."""

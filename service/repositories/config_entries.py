@@ -1,0 +1,87 @@
+"""A tenant's own config entries (the part the tenant object shows and PATCH merges)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+
+from service.db.repository import NamedSql, Repository
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    tenant_id: UUID
+    key: str
+    value: Any
+    encrypted_value: str | None
+    locked: bool
+    sensitive: bool
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigWrite:
+    """One value to store: plain (value) or sensitive (encrypted_value)."""
+
+    key: str
+    value: Any
+    encrypted_value: str | None
+    sensitive: bool
+
+
+class ConfigEntriesRepository(Repository):
+    _list = NamedSql("list_config_entries")
+    _locked = NamedSql("find_locked_config_keys")
+    _insert_new = NamedSql("insert_config_for_new_tenants")
+    _upsert = NamedSql("upsert_config_values")
+    _delete = NamedSql("delete_config_keys")
+
+    async def list_config_entries(
+        self, conn: asyncpg.Connection, tenant_id: UUID
+    ) -> list[ConfigEntry]:
+        return [ConfigEntry(**r) for r in await conn.fetch(self._list, tenant_id)]
+
+    async def find_locked_config_keys(
+        self, conn: asyncpg.Connection, tenant_id: UUID, keys: Sequence[str]
+    ) -> dict[str, UUID]:
+        """Keys locked at tenant_id or above it, mapped to the tenant holding the lock."""
+        if not keys:
+            return {}
+        rows = await conn.fetch(self._locked, tenant_id, list(keys))
+        return {row["key"]: row["tenant_id"] for row in rows}
+
+    async def insert_config_for_new_tenants(
+        self, conn: asyncpg.Connection, entries: Sequence[tuple[UUID, str, Any]]
+    ) -> None:
+        if entries:
+            await conn.execute(
+                self._insert_new,
+                [e[0] for e in entries],
+                [e[1] for e in entries],
+                [e[2] for e in entries],
+            )
+
+    async def upsert_config_values(
+        self, conn: asyncpg.Connection, tenant_id: UUID, writes: Sequence[ConfigWrite]
+    ) -> None:
+        if writes:
+            await conn.execute(
+                self._upsert,
+                tenant_id,
+                [w.key for w in writes],
+                [w.value for w in writes],
+                [w.encrypted_value for w in writes],
+                [w.sensitive for w in writes],
+            )
+
+    async def delete_config_keys(
+        self, conn: asyncpg.Connection, tenant_id: UUID, keys: Sequence[str]
+    ) -> None:
+        if keys:
+            await conn.execute(self._delete, tenant_id, list(keys))

@@ -1,0 +1,14 @@
+"""Readiness checks."""
+
+from __future__ import annotations
+
+import asyncpg
+
+from service.db.repository import NamedSql, Repository
+
+
+class HealthRepository(Repository):
+    _ping = NamedSql("ping")
+
+    async def ping(self, conn: asyncpg.Connection) -> bool:
+        return bool(await conn.fetchval(self._ping))

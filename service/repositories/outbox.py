@@ -1,0 +1,67 @@
+"""Events (the outbox) and audit entries, written inside the change's transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+
+from service.db.repository import NamedSql, Repository
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    id: UUID
+    type: str
+    tenant_id: UUID | None
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class NewAuditEntry:
+    id: UUID
+    tenant_id: UUID | None
+    actor_id: str
+    actor_type: str
+    action: str
+    resource_type: str
+    resource_id: str | None
+    changes: dict[str, Any] | None
+    request_id: str | None
+    ip_address: str | None
+
+
+class OutboxRepository(Repository):
+    _insert_events = NamedSql("insert_events")
+    _insert_audit = NamedSql("insert_audit_logs")
+
+    async def insert_events(self, conn: asyncpg.Connection, events: Sequence[NewEvent]) -> None:
+        if events:
+            await conn.execute(
+                self._insert_events,
+                [e.id for e in events],
+                [e.type for e in events],
+                [e.tenant_id for e in events],
+                [e.payload for e in events],
+            )
+
+    async def insert_audit_logs(
+        self, conn: asyncpg.Connection, entries: Sequence[NewAuditEntry]
+    ) -> None:
+        if entries:
+            await conn.execute(
+                self._insert_audit,
+                [e.id for e in entries],
+                [e.tenant_id for e in entries],
+                [e.actor_id for e in entries],
+                [e.actor_type for e in entries],
+                [e.action for e in entries],
+                [e.resource_type for e in entries],
+                [e.resource_id for e in entries],
+                [e.changes for e in entries],
+                [e.request_id for e in entries],
+                [e.ip_address for e in entries],
+            )

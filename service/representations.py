@@ -1,0 +1,84 @@
+"""The JSON shapes of resources, shared by responses, ETags, events and audit entries."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from service.repositories.api_keys import ApiKey
+from service.repositories.tenants import Tenant
+from service.timefmt import iso, iso_or_none
+
+SENSITIVE_MASK = "***"
+
+
+def tenant_json(t: Tenant) -> dict[str, Any]:
+    return {
+        "id": str(t.id),
+        "parent_id": None if t.parent_id is None else str(t.parent_id),
+        "name": t.name,
+        "slug": t.slug,
+        "ancestry_path": t.ancestry_path,
+        "depth": t.depth,
+        "config": t.config,
+        "metadata": t.metadata,
+        "isolation_strategy": t.isolation_strategy,
+        "region": t.region,
+        "status": t.status,
+        "deleted_at": iso_or_none(t.deleted_at),
+        "created_at": iso(t.created_at),
+        "updated_at": iso(t.updated_at),
+    }
+
+
+def etag_of(document: Any) -> str:
+    """A strong ETag: a digest of the canonical JSON of the representation."""
+    digest = hashlib.blake2b(orjson.dumps(document, option=orjson.OPT_SORT_KEYS), digest_size=16)
+    return f'"{digest.hexdigest()}"'
+
+
+def tenant_etag(t: Tenant) -> str:
+    return etag_of(tenant_json(t))
+
+
+def if_match_satisfied(header: str | None, current: str) -> bool:
+    """RFC 9110 If-Match with strong comparison; no header means no precondition."""
+    if header is None:
+        return True
+    candidates = [part.strip() for part in header.split(",")]
+    return "*" in candidates or current in candidates
+
+
+def api_key_status(key: ApiKey, now: datetime | None = None) -> str:
+    now = now or datetime.now(UTC)
+    if key.revoked_at is not None and key.revoked_at <= now:
+        return "revoked"
+    if key.expires_at is not None and key.expires_at <= now:
+        return "expired"
+    return "active"
+
+
+def api_key_json(
+    key: ApiKey, *, role_scopes: list[str] | None = None, now: datetime | None = None
+) -> dict[str, Any]:
+    return {
+        "id": str(key.id),
+        "tenant_id": None if key.tenant_id is None else str(key.tenant_id),
+        "name": key.name,
+        "prefix": key.prefix,
+        "environment": key.environment,
+        "scopes": key.scopes,
+        "role_id": None if key.role_id is None else str(key.role_id),
+        "effective_scopes": role_scopes if role_scopes is not None else key.scopes,
+        "rate_limit_max": key.rate_limit_max,
+        "rate_limit_window": key.rate_limit_window,
+        "status": api_key_status(key, now),
+        "created_at": iso(key.created_at),
+        "last_used_at": iso_or_none(key.last_used_at),
+        "expires_at": iso_or_none(key.expires_at),
+        "revoked_at": iso_or_none(key.revoked_at),
+        "rotated_from": None if key.rotated_from is None else str(key.rotated_from),
+    }

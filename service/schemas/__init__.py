@@ -1,0 +1,1 @@
+"""Request bodies and query strings as msgspec types: decoding is validation."""

@@ -1,0 +1,1 @@
+"""Use cases: each public method is one request's work and opens its one transaction."""

@@ -1,0 +1,70 @@
+"""The audit entries and events of a change, written in the change's transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+
+from service.auth.principal import Actor
+from service.ids import uuid7
+from service.repositories.outbox import NewAuditEntry, NewEvent, OutboxRepository
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    type: str
+    tenant_id: UUID | None
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    action: str
+    resource_type: str
+    resource_id: object | None
+    tenant_id: UUID | None
+    changes: dict[str, Any] | None = None
+
+
+class ChangeRecorder:
+    def __init__(self, outbox: OutboxRepository) -> None:
+        self.outbox = outbox
+
+    async def record(
+        self,
+        conn: asyncpg.Connection,
+        actor: Actor,
+        audit: AuditRecord | Sequence[AuditRecord],
+        events: Sequence[Event] = (),
+    ) -> None:
+        """Audit entries (one per changed resource) and events, in the caller's transaction."""
+        records = [audit] if isinstance(audit, AuditRecord) else list(audit)
+        await self.outbox.insert_audit_logs(
+            conn,
+            [
+                NewAuditEntry(
+                    id=uuid7(),
+                    tenant_id=r.tenant_id,
+                    actor_id=actor.actor_id,
+                    actor_type=actor.actor_type,
+                    action=r.action,
+                    resource_type=r.resource_type,
+                    resource_id=None if r.resource_id is None else str(r.resource_id),
+                    changes=r.changes,
+                    request_id=actor.request_id,
+                    ip_address=actor.ip_address,
+                )
+                for r in records
+            ],
+        )
+        await self.emit(conn, events)
+
+    async def emit(self, conn: asyncpg.Connection, events: Sequence[Event]) -> None:
+        """Write events to the outbox; every change that emits goes through here."""
+        await self.outbox.insert_events(
+            conn, [NewEvent(uuid7(), e.type, e.tenant_id, e.data) for e in events]
+        )

@@ -1,0 +1,269 @@
+"""Changing a tenant in place: PATCH (fields, metadata, config), archive and restore."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+import orjson
+from msgspec import UNSET
+
+from service.auth.principal import Actor, Principal
+from service.crypto import PURPOSE_CONFIG, config_aad
+from service.errors import FieldError, RetryTransaction, ServiceError
+from service.repositories.config_entries import ConfigEntry, ConfigWrite
+from service.repositories.tenants import Tenant, TenantNode
+from service.representations import SENSITIVE_MASK, tenant_json
+from service.schemas.tenants import TenantPatch
+from service.usecases.deps import Deps
+from service.usecases.merge_patch import merge_patch
+from service.usecases.recording import AuditRecord, Event
+from service.usecases.tenant_access import check_if_match, visible, visible_active
+
+
+def config_locked(key: str, holder: UUID) -> ServiceError:
+    return ServiceError(
+        "CONFIG_LOCKED",
+        f"config key {key!r} is locked by ancestor {holder}",
+        details=[FieldError(f"config.{key}", "locked by an ancestor")],
+    )
+
+
+class TenantChanges:
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+        self.tenants = deps.repos.tenants
+        self.config = deps.repos.config
+
+    async def update(
+        self,
+        principal: Principal,
+        actor: Actor,
+        tenant_id: UUID,
+        patch: TenantPatch,
+        *,
+        if_match: str | None,
+    ) -> Tenant:
+        async def work(conn: asyncpg.Connection) -> Tenant:
+            node = visible_active(principal, await self.tenants.lock_tenant_node(conn, tenant_id))
+            before = await self.tenants.get_tenant(conn, tenant_id)
+            assert before is not None
+            check_if_match(if_match, before)
+            changed: list[str] = []
+            name = before.name if patch.name is UNSET else patch.name
+            slug = before.slug if patch.slug is UNSET else patch.slug
+            metadata = (
+                before.metadata
+                if patch.metadata is UNSET
+                else merge_patch(before.metadata, patch.metadata)
+            )
+            for field, old, new in (
+                ("name", before.name, name),
+                ("slug", before.slug, slug),
+                ("metadata", before.metadata, metadata),
+            ):
+                if old != new:
+                    changed.append(field)
+            events: list[Event] = []
+            if patch.config is not UNSET and patch.config:
+                events = await self._apply_config(conn, node, patch.config)
+                if events:
+                    changed.append("config")
+            if not changed:
+                return before
+            if {"name", "slug", "metadata"} & set(changed):
+                await self.tenants.update_tenant_fields(
+                    conn, tenant_id, name=name, slug=slug, metadata=metadata
+                )
+            after = await self.tenants.get_tenant(conn, tenant_id)
+            assert after is not None
+            old_json, new_json = tenant_json(before), tenant_json(after)
+            updated = Event("tenant.updated", tenant_id, {**new_json, "changed_fields": changed})
+            await self.deps.recorder.record(
+                conn,
+                actor,
+                AuditRecord(
+                    "tenant.updated",
+                    "tenant",
+                    tenant_id,
+                    tenant_id,
+                    {
+                        "before": {f: old_json[f] for f in changed},
+                        "after": {f: new_json[f] for f in changed},
+                    },
+                ),
+                [updated, *events],
+            )
+            return after
+
+        return await self.deps.db.transaction(work)
+
+    async def _apply_config(
+        self, conn: asyncpg.Connection, node: TenantNode, patch: dict[str, Any]
+    ) -> list[Event]:
+        """Merge the config patch into the tenant's own entries; events for what changed."""
+        if node.parent_id is not None:
+            locked = await self.config.find_locked_config_keys(conn, node.parent_id, list(patch))
+            if locked:
+                key = sorted(locked)[0]
+                raise config_locked(key, locked[key])
+        existing = {e.key: e for e in await self.config.list_config_entries(conn, node.id)}
+        writes: list[ConfigWrite] = []
+        deleted: list[str] = []
+        events: list[Event] = []
+        for key, value in patch.items():
+            entry = existing.get(key)
+            if value is None:
+                if entry is not None:
+                    deleted.append(key)
+                    events.append(
+                        Event("config.deleted", node.id, {"tenant_id": str(node.id), "key": key})
+                    )
+                continue
+            write = self._write_for(node.id, key, value, entry)
+            if write is None:
+                continue
+            writes.append(write)
+            events.append(
+                Event(
+                    "config.updated",
+                    node.id,
+                    {
+                        "tenant_id": str(node.id),
+                        "key": key,
+                        "value": SENSITIVE_MASK if write.sensitive else write.value,
+                        "locked": entry.locked if entry else False,
+                        "sensitive": write.sensitive,
+                    },
+                )
+            )
+        await self.config.upsert_config_values(conn, node.id, writes)
+        await self.config.delete_config_keys(conn, node.id, deleted)
+        return events
+
+    def _write_for(
+        self, tenant_id: UUID, key: str, value: Any, entry: ConfigEntry | None
+    ) -> ConfigWrite | None:
+        if entry is not None and entry.sensitive:
+            # A sensitive entry stays sensitive; its new value replaces the secret whole.
+            token = self.deps.keyring.encryptor.encrypt(
+                orjson.dumps(value), purpose=PURPOSE_CONFIG, aad=config_aad(tenant_id, key)
+            )
+            return ConfigWrite(key, None, token, True)
+        merged = merge_patch(entry.value if entry else None, value)
+        if entry is not None and merged == entry.value:
+            return None
+        return ConfigWrite(key, merged, None, False)
+
+    async def archive(
+        self, principal: Principal, actor: Actor, tenant_id: UUID, *, if_match: str | None
+    ) -> None:
+        async def work(conn: asyncpg.Connection) -> None:
+            node = await self._lock_in_tree(conn, principal, tenant_id)
+            if if_match is not None:
+                current = await self.tenants.get_tenant(conn, tenant_id)
+                assert current is not None
+                check_if_match(if_match, current)
+            if await self.tenants.has_active_children(conn, tenant_id):
+                raise ServiceError(
+                    "HAS_CHILDREN", "the tenant has active children; archive or move them first"
+                )
+            await self.tenants.archive_tenant(conn, tenant_id)
+            current = await self.tenants.get_tenant(conn, tenant_id)
+            assert current is not None
+            await self.deps.recorder.record(
+                conn,
+                actor,
+                AuditRecord(
+                    "tenant.deleted",
+                    "tenant",
+                    tenant_id,
+                    tenant_id,
+                    {"before": {"status": "active"}, "after": {"status": "archived"}},
+                ),
+                [
+                    Event(
+                        "tenant.deleted",
+                        tenant_id,
+                        {
+                            "id": str(tenant_id),
+                            "slug": current.slug,
+                            "parent_id": None if node.parent_id is None else str(node.parent_id),
+                            "deleted_at": tenant_json(current)["deleted_at"],
+                        },
+                    )
+                ],
+            )
+
+        await self.deps.db.transaction(work)
+
+    async def restore(self, principal: Principal, actor: Actor, tenant_id: UUID) -> Tenant:
+        async def work(conn: asyncpg.Connection) -> Tenant:
+            node = await self._lock_in_tree(conn, principal, tenant_id, archived=True)
+            if node.status == "archived":
+                if node.parent_id is not None:
+                    parent = (await self.tenants.lock_tenant_nodes_shared(conn, [node.parent_id]))[
+                        node.parent_id
+                    ]
+                    if parent.is_archived:
+                        raise ServiceError(
+                            "PARENT_ARCHIVED", "the parent tenant is archived; restore it first"
+                        )
+                await self.tenants.restore_tenant(conn, tenant_id)
+                current = await self.tenants.get_tenant(conn, tenant_id)
+                assert current is not None
+                await self.deps.recorder.record(
+                    conn,
+                    actor,
+                    AuditRecord(
+                        "tenant.restored",
+                        "tenant",
+                        tenant_id,
+                        tenant_id,
+                        {"before": {"status": "archived"}, "after": {"status": "active"}},
+                    ),
+                    [
+                        Event(
+                            "tenant.restored",
+                            tenant_id,
+                            {
+                                "id": str(tenant_id),
+                                "slug": current.slug,
+                                "parent_id": None
+                                if node.parent_id is None
+                                else str(node.parent_id),
+                            },
+                        )
+                    ],
+                )
+            result = await self.tenants.get_tenant(conn, tenant_id)
+            assert result is not None
+            return result
+
+        return await self.deps.db.transaction(work)
+
+    async def _lock_in_tree(
+        self,
+        conn: asyncpg.Connection,
+        principal: Principal,
+        tenant_id: UUID,
+        *,
+        archived: bool = False,
+    ) -> TenantNode:
+        """Share-lock the tenant's tree root, then lock the tenant itself for update.
+
+        A root tenant is locked for update directly: taking a shared lock first and
+        upgrading it would deadlock against another transaction doing the same.
+        """
+        seen = visible(
+            principal, (await self.tenants.get_tenant_nodes(conn, [tenant_id])).get(tenant_id)
+        )
+        if seen.root_id != tenant_id:
+            await self.tenants.lock_tree_roots_shared(conn, [seen.root_id])
+        node = visible(principal, await self.tenants.lock_tenant_node(conn, tenant_id))
+        if node.root_id != seen.root_id:
+            raise RetryTransaction
+        if node.is_archived and not archived:
+            raise ServiceError("TENANT_ARCHIVED", "tenant is archived")
+        return node

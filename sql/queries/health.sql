@@ -1,0 +1,5 @@
+-- Readiness.
+
+-- name: ping
+-- The cheapest round trip: is the database answering?
+SELECT 1 AS ok;

@@ -1,0 +1,112 @@
+"""Fixtures: one PostgreSQL per session, a migrated template, a database per module."""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+
+from service.app import create_app
+from service.config import Settings
+from tests.support.databases import (
+    create_database,
+    create_template,
+    drop_database,
+    test_server,
+)
+from tests.support.keys import key_headers
+
+JWT_SECRET = "test-jwt-secret-0123456789abcdefghijklmnopqrstuvwxyz"
+HMAC_SECRET = "test-hmac-secret-0123456789abcdefghijklmnopqrstuvwxyz"
+ENCRYPTION_KEY = base64.b64encode(bytes(range(32))).decode()
+
+
+@pytest.fixture(scope="session")
+def admin_dsn() -> Iterator[str]:
+    with test_server(os.environ.get("DATABASE_URL")) as dsn:
+        yield dsn
+
+
+@pytest.fixture(scope="session")
+def template_db(admin_dsn: str) -> str:
+    return create_template(admin_dsn)
+
+
+@pytest.fixture(scope="module")
+def db_url(admin_dsn: str, template_db: str) -> Iterator[str]:
+    """A migrated database shared by the tests of one module."""
+    dsn = create_database(admin_dsn, template_db)
+    yield dsn
+    drop_database(admin_dsn, dsn)
+
+
+@pytest.fixture
+def fresh_db_url(admin_dsn: str, template_db: str) -> Iterator[str]:
+    """A migrated database of this test's own (counts, locks, whole-table checks)."""
+    dsn = create_database(admin_dsn, template_db)
+    yield dsn
+    drop_database(admin_dsn, dsn)
+
+
+def base_env(database_url: str, data_dir: Path, **overrides: Any) -> dict[str, str]:
+    env = {
+        "DATABASE_URL": database_url,
+        "DATA_DIR": str(data_dir),
+        "JWT_SECRET": JWT_SECRET,
+        "SERVICE_API_KEY_HMAC_SECRET": HMAC_SECRET,
+        "SERVICE_ENCRYPTION_KEY": ENCRYPTION_KEY,
+        "DB_POOL_MIN_SIZE": "1",
+        "DB_POOL_MAX_SIZE": "12",
+        "LOG_LEVEL": "warning",
+    }
+    env.update({k: str(v) for k, v in overrides.items()})
+    return env
+
+
+@pytest.fixture
+def settings_env() -> dict[str, str]:
+    """Override in a module (or parametrize) to change settings for its tests."""
+    return {}
+
+
+@pytest.fixture
+def settings(db_url: str, tmp_path: Path, settings_env: dict[str, str]) -> Settings:
+    return Settings.from_env(base_env(db_url, tmp_path, **settings_env))
+
+
+@pytest.fixture
+def app(settings: Settings) -> web.Application:
+    return create_app(settings)
+
+
+@pytest.fixture
+async def client(aiohttp_client: Any, app: web.Application) -> TestClient:
+    result: TestClient = await aiohttp_client(app)
+    return result
+
+
+@pytest.fixture
+async def admin(client: TestClient) -> dict[str, str]:
+    """Headers of a global key with read, write and admin."""
+    return await key_headers(client.app)
+
+
+@pytest.fixture
+async def writer(client: TestClient) -> dict[str, str]:
+    """Headers of a global key with read and write."""
+    return await key_headers(client.app, ("read", "write"))
+
+
+@pytest.fixture
+async def db_conn(client: TestClient) -> AsyncIterator[Any]:
+    """A connection to the app's database, for assertions on stored rows."""
+    from service.http.appkeys import DATABASE
+
+    async with client.app[DATABASE].connection() as conn:
+        yield conn

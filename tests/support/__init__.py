@@ -1,0 +1,1 @@
+"""Test helpers: databases, keys, HTTP shortcuts and the tree invariants."""

@@ -1,0 +1,63 @@
+"""The tree invariants every test of moves and concurrency checks.
+
+For every tenant: the closure table equals the transitive closure of parent_id; the
+ancestry path is the parent's path plus its own id; depth is the parent's plus one;
+no tenant is its own ancestor (no cycle); no archived tenant has an active child.
+"""
+
+from __future__ import annotations
+
+import asyncpg
+
+CLOSURE_FROM_PARENTS = """
+WITH RECURSIVE chain AS (
+    SELECT id AS descendant_id, id AS ancestor_id, 0 AS depth FROM tenants
+    UNION ALL
+    SELECT c.descendant_id, t.parent_id, c.depth + 1
+    FROM chain c JOIN tenants t ON t.id = c.ancestor_id
+    WHERE t.parent_id IS NOT NULL AND c.depth < 1000
+)
+SELECT descendant_id, ancestor_id, depth FROM chain
+"""
+
+
+async def tree_problems(conn: asyncpg.Connection) -> list[str]:
+    problems: list[str] = []
+    async with conn.transaction(isolation="repeatable_read", readonly=True):
+        derived = {tuple(r) for r in await conn.fetch(CLOSURE_FROM_PARENTS)}
+        stored = {
+            tuple(r)
+            for r in await conn.fetch(
+                "SELECT descendant_id, ancestor_id, depth FROM tenant_closure"
+            )
+        }
+        if derived != stored:
+            problems.append(
+                f"closure differs from parent chains: {len(stored - derived)} extra, "
+                f"{len(derived - stored)} missing"
+            )
+        if any(depth >= 1000 for _, _, depth in derived):
+            problems.append("a parent chain does not end (cycle)")
+        rows = await conn.fetch(
+            """
+            SELECT t.id, t.ancestry_path, t.depth, p.ancestry_path AS parent_path,
+                   p.depth AS parent_depth, t.parent_id
+            FROM tenants t LEFT JOIN tenants p ON p.id = t.parent_id
+            """
+        )
+        for r in rows:
+            expected = f"{r['parent_path'] or ''}/{r['id']}"
+            if r["ancestry_path"] != expected:
+                problems.append(f"{r['id']}: path {r['ancestry_path']} != {expected}")
+            expected_depth = 0 if r["parent_id"] is None else r["parent_depth"] + 1
+            if r["depth"] != expected_depth:
+                problems.append(f"{r['id']}: depth {r['depth']} != {expected_depth}")
+        orphans = await conn.fetchval(
+            """
+            SELECT count(*) FROM tenants c JOIN tenants p ON p.id = c.parent_id
+            WHERE p.status = 'archived' AND c.status = 'active'
+            """
+        )
+        if orphans:
+            problems.append(f"{orphans} active tenants under archived parents")
+    return problems
