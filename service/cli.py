@@ -15,6 +15,7 @@ import orjson
 
 from service.auth.principal import SCOPES, SYSTEM_ACTOR
 from service.config import ConfigError, Settings
+from service.db.errors import translate_db_error
 from service.db.migrations import apply_migrations
 from service.db.pool import connect
 from service.db.queries import Queries
@@ -175,8 +176,10 @@ def cmd_create_key(args: argparse.Namespace) -> int:
         assert ready.database_url is not None
         try:
             issued = asyncio.run(run(ready.database_url))
-        except Exception as exc:
-            sys.stderr.write(f"tenant-service: could not create the key: {exc}\n")
+        except Exception as exc:  # a CLI reports the reason; it does not trace back
+            translated = translate_db_error(exc)
+            reason = translated.message if translated else str(exc)
+            sys.stderr.write(f"tenant-service: could not create the key: {reason}\n")
             return 1
     if args.json:
         document = {**api_key_json(issued.key), "plaintext_key": issued.plaintext}
