@@ -122,7 +122,7 @@ def _warn_about_secrets(settings: Settings) -> None:
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     settings = load_settings()
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, stream=sys.stderr)
 
     async def run(dsn: str) -> list[str]:
         conn = await connect(dsn)
@@ -141,7 +141,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 def cmd_create_key(args: argparse.Namespace) -> int:
     settings = load_settings()
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, stream=sys.stderr)
     scopes = [s.strip() for s in args.scopes.split(",") if s.strip()]
     unknown = [s for s in scopes if s not in SCOPES]
     if unknown or not scopes:

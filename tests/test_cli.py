@@ -91,7 +91,7 @@ def cli_env(db_url: str, tmp_path: Path) -> dict[str, str]:
 def test_migrate_applies_nothing_on_a_migrated_database(cli_env: dict[str, str]) -> None:
     result = run_cli("migrate", env={**cli_env, "LOG_LEVEL": "info"})
     assert result.returncode == 0, result.stderr
-    assert '"count": 0' in result.stdout
+    assert '"count": 0' in result.stderr
 
 
 def test_api_keys_create_prints_the_key_once_as_json(
