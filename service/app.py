@@ -14,17 +14,23 @@ from service.crypto import Encryptor, KeyRing
 from service.db.migrations import load_migrations
 from service.db.pool import Database, connect
 from service.db.queries import Queries
-from service.handlers import health, tenants
+from service.handlers import audit_logs, consents, gdpr, health, maintenance, regions, tenants
 from service.http import appkeys as keys
 from service.http.middleware import authenticate, request_context
 from service.http.routing import Api, register
 from service.logs import get_logger
 from service.repositories.registry import Repositories
+from service.usecases.audit_queries import AuditQueries
+from service.usecases.consents import Consents
 from service.usecases.deps import Deps
 from service.usecases.recording import ChangeRecorder
+from service.usecases.region_migration import RegionMigrations
+from service.usecases.retention import Retention
 from service.usecases.tenant_changes import TenantChanges
 from service.usecases.tenant_creation import TenantCreation
+from service.usecases.tenant_export import TenantExport
 from service.usecases.tenant_moves import TenantMoves
+from service.usecases.tenant_purge import TenantPurge
 from service.usecases.tenant_queries import TenantQueries
 
 log = get_logger("service.app")
@@ -32,7 +38,15 @@ BOOTSTRAP_KEY = web.AppKey("bootstrap_key", bool)
 
 
 def apis() -> list[Api]:
-    return [health.api, tenants.api]
+    return [
+        health.api,
+        tenants.api,
+        audit_logs.api,
+        consents.api,
+        gdpr.api,
+        regions.api,
+        maintenance.api,
+    ]
 
 
 def create_app(settings: Settings, *, bootstrap_key: bool = False) -> web.Application:
@@ -60,6 +74,12 @@ def create_app(settings: Settings, *, bootstrap_key: bool = False) -> web.Applic
     app[keys.TENANT_CREATION] = TenantCreation(deps)
     app[keys.TENANT_CHANGES] = TenantChanges(deps)
     app[keys.TENANT_MOVES] = TenantMoves(deps)
+    app[keys.AUDIT_QUERIES] = AuditQueries(deps)
+    app[keys.CONSENTS] = Consents(deps)
+    app[keys.TENANT_EXPORT] = TenantExport(deps)
+    app[keys.TENANT_PURGE] = TenantPurge(deps)
+    app[keys.REGION_MIGRATIONS] = RegionMigrations(deps)
+    app[keys.RETENTION] = Retention(deps)
     app[BOOTSTRAP_KEY] = bootstrap_key
     app[keys.ENDPOINTS] = register(app, apis())
     app.cleanup_ctx.append(_database_lifecycle)

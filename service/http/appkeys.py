@@ -11,10 +11,16 @@ from service.db.pool import Database
 from service.db.queries import Queries
 from service.http.routing import Endpoint
 from service.repositories.registry import Repositories
+from service.usecases.audit_queries import AuditQueries
+from service.usecases.consents import Consents
 from service.usecases.deps import Deps
+from service.usecases.region_migration import RegionMigrations
+from service.usecases.retention import Retention
 from service.usecases.tenant_changes import TenantChanges
 from service.usecases.tenant_creation import TenantCreation
+from service.usecases.tenant_export import TenantExport
 from service.usecases.tenant_moves import TenantMoves
+from service.usecases.tenant_purge import TenantPurge
 from service.usecases.tenant_queries import TenantQueries
 
 SETTINGS = web.AppKey("settings", Settings)
@@ -30,3 +36,9 @@ TENANT_QUERIES = web.AppKey("tenant_queries", TenantQueries)
 TENANT_CREATION = web.AppKey("tenant_creation", TenantCreation)
 TENANT_CHANGES = web.AppKey("tenant_changes", TenantChanges)
 TENANT_MOVES = web.AppKey("tenant_moves", TenantMoves)
+AUDIT_QUERIES = web.AppKey("audit_queries", AuditQueries)
+CONSENTS = web.AppKey("consents", Consents)
+TENANT_EXPORT = web.AppKey("tenant_export", TenantExport)
+TENANT_PURGE = web.AppKey("tenant_purge", TenantPurge)
+REGION_MIGRATIONS = web.AppKey("region_migrations", RegionMigrations)
+RETENTION = web.AppKey("retention", Retention)

@@ -7,9 +7,14 @@ from dataclasses import dataclass
 from service.db.migrations import MigrationsRepository
 from service.db.queries import Queries
 from service.repositories.api_keys import ApiKeysRepository
+from service.repositories.audit_logs import AuditLogsRepository
 from service.repositories.config_entries import ConfigEntriesRepository
+from service.repositories.consents import ConsentsRepository
+from service.repositories.gdpr import GdprRepository
 from service.repositories.health import HealthRepository
 from service.repositories.outbox import OutboxRepository
+from service.repositories.regions import RegionsRepository
+from service.repositories.retention import RetentionRepository
 from service.repositories.tenants import TenantsRepository
 
 
@@ -21,6 +26,11 @@ class Repositories:
     api_keys: ApiKeysRepository
     health: HealthRepository
     migrations: MigrationsRepository
+    audit_logs: AuditLogsRepository
+    consents: ConsentsRepository
+    gdpr: GdprRepository
+    regions: RegionsRepository
+    retention: RetentionRepository
 
     @classmethod
     def build(cls, queries: Queries) -> Repositories:
@@ -31,4 +41,9 @@ class Repositories:
             api_keys=ApiKeysRepository(queries),
             health=HealthRepository(queries),
             migrations=MigrationsRepository(queries),
+            audit_logs=AuditLogsRepository(queries),
+            consents=ConsentsRepository(queries),
+            gdpr=GdprRepository(queries),
+            regions=RegionsRepository(queries),
+            retention=RetentionRepository(queries),
         )

@@ -1,0 +1,144 @@
+"""GDPR: what an export reads beyond the other repositories, and the purge deletes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+
+from service.db.repository import NamedSql, Repository
+from service.repositories.api_keys import ApiKey
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionRow:
+    key: str
+    value: bool
+    mode: str
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookRow:
+    """A webhook as exported: every column but the secrets."""
+
+    id: UUID
+    url: str
+    tenant_id: UUID | None
+    events: list[str]
+    description: str
+    active: bool
+    include_descendants: bool
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RoleRow:
+    id: UUID
+    name: str
+    description: str
+    scopes: list[str]
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class EventPayload:
+    id: UUID
+    payload: dict[str, Any]
+
+
+# The order a purge deletes in: children of a table before the table (deliveries before
+# events and webhooks, closure rows before tenants), so every count is exact.
+# Each step is (count label, GdprRepository attribute holding the query).
+PURGE_STEPS: tuple[tuple[str, str], ...] = (
+    ("webhook_deliveries", "_deliveries"),
+    ("events", "_events"),
+    ("webhooks", "_webhooks_gone"),
+    ("consents", "_consents"),
+    ("config_entries", "_config"),
+    ("permission_policies", "_permissions_gone"),
+    ("api_keys", "_keys"),
+    ("roles", "_roles_gone"),
+    ("closure_rows", "_closure"),
+    ("tenants", "_tenants"),
+)
+
+
+class GdprRepository(Repository):
+    _permissions = NamedSql("list_permission_policies_for_export")
+    _webhooks = NamedSql("list_webhooks_for_export")
+    _api_keys = NamedSql("list_api_keys_for_export")
+    _roles = NamedSql("list_roles_for_export")
+    _lock_subtree = NamedSql("lock_subtree_for_purge")
+    _mentioning = NamedSql("find_events_mentioning_tenants")
+    _replace_payloads = NamedSql("replace_event_payloads")
+    _deliveries = NamedSql("delete_deliveries_of_tenants")
+    _events = NamedSql("delete_events_of_tenants")
+    _webhooks_gone = NamedSql("delete_webhooks_of_tenants")
+    _consents = NamedSql("delete_consents_of_tenants")
+    _config = NamedSql("delete_config_of_tenants")
+    _permissions_gone = NamedSql("delete_permissions_of_tenants")
+    _keys = NamedSql("delete_api_keys_of_tenants")
+    _roles_gone = NamedSql("delete_roles_of_tenants")
+    _closure = NamedSql("delete_closure_of_tenants")
+    _tenants = NamedSql("delete_tenants")
+
+    async def list_permission_policies_for_export(
+        self, conn: asyncpg.Connection, tenant_id: UUID
+    ) -> list[PermissionRow]:
+        return [PermissionRow(**r) for r in await conn.fetch(self._permissions, tenant_id)]
+
+    async def list_webhooks_for_export(
+        self, conn: asyncpg.Connection, tenant_id: UUID
+    ) -> list[WebhookRow]:
+        return [WebhookRow(**r) for r in await conn.fetch(self._webhooks, tenant_id)]
+
+    async def list_api_keys_for_export(
+        self, conn: asyncpg.Connection, tenant_id: UUID
+    ) -> list[tuple[ApiKey, list[str] | None]]:
+        """Keys with the scopes of their role (None without one)."""
+        rows = await conn.fetch(self._api_keys, tenant_id)
+        return [
+            (ApiKey(**{k: v for k, v in r.items() if k != "role_scopes"}), r["role_scopes"])
+            for r in rows
+        ]
+
+    async def list_roles_for_export(
+        self, conn: asyncpg.Connection, tenant_id: UUID
+    ) -> list[RoleRow]:
+        return [RoleRow(**r) for r in await conn.fetch(self._roles, tenant_id)]
+
+    async def lock_subtree_for_purge(self, conn: asyncpg.Connection, tenant_id: UUID) -> list[UUID]:
+        return [r["id"] for r in await conn.fetch(self._lock_subtree, tenant_id)]
+
+    async def find_events_mentioning_tenants(
+        self, conn: asyncpg.Connection, tenant_ids: Sequence[UUID]
+    ) -> list[EventPayload]:
+        rows = await conn.fetch(self._mentioning, list(tenant_ids))
+        return [EventPayload(r["id"], r["payload"]) for r in rows]
+
+    async def replace_event_payloads(
+        self, conn: asyncpg.Connection, payloads: Sequence[EventPayload]
+    ) -> None:
+        if payloads:
+            await conn.execute(
+                self._replace_payloads, [p.id for p in payloads], [p.payload for p in payloads]
+            )
+
+    async def delete_rows_of_tenants(
+        self, conn: asyncpg.Connection, tenant_ids: Sequence[UUID]
+    ) -> dict[str, int]:
+        """Every row of these tenants, table by table (PURGE_STEPS); counts per table."""
+        ids = list(tenant_ids)
+        counts: dict[str, int] = {}
+        for label, attribute in PURGE_STEPS:
+            sql: str = getattr(self, attribute)
+            counts[label] = int(await conn.fetchval(sql, ids))
+        return counts

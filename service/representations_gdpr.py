@@ -1,0 +1,86 @@
+"""JSON shapes of audit entries, consent records and the parts of a GDPR export.
+
+Kept apart from service/representations.py (tenants, keys) so each area's shapes change
+in one place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.repositories.audit_logs import AuditEntry
+from service.repositories.consents import Consent
+from service.repositories.gdpr import PermissionRow, RoleRow, WebhookRow
+from service.timefmt import iso, iso_or_none
+
+
+def _id(value: object | None) -> str | None:
+    return None if value is None else str(value)
+
+
+def audit_entry_json(e: AuditEntry) -> dict[str, Any]:
+    return {
+        "id": str(e.id),
+        "tenant_id": _id(e.tenant_id),
+        "actor_id": e.actor_id,
+        "actor_type": e.actor_type,
+        "action": e.action,
+        "resource_type": e.resource_type,
+        "resource_id": e.resource_id,
+        "changes": e.changes,
+        "request_id": e.request_id,
+        "ip_address": e.ip_address,
+        "created_at": iso(e.created_at),
+    }
+
+
+def consent_json(c: Consent) -> dict[str, Any]:
+    return {
+        "id": str(c.id),
+        "tenant_id": str(c.tenant_id),
+        "purpose": c.purpose,
+        "status": c.status,
+        "granted_at": iso(c.granted_at),
+        "granted_by": c.granted_by,
+        "revoked_at": iso_or_none(c.revoked_at),
+        "revoked_by": c.revoked_by,
+        "expires_at": iso_or_none(c.expires_at),
+        "metadata": c.metadata,
+    }
+
+
+def permission_json(p: PermissionRow) -> dict[str, Any]:
+    return {
+        "key": p.key,
+        "value": p.value,
+        "mode": p.mode,
+        "created_at": iso(p.created_at),
+        "updated_at": iso(p.updated_at),
+    }
+
+
+def exported_webhook_json(w: WebhookRow) -> dict[str, Any]:
+    """A webhook without its secret (an export never carries signing secrets)."""
+    return {
+        "id": str(w.id),
+        "url": w.url,
+        "tenant_id": _id(w.tenant_id),
+        "events": w.events,
+        "description": w.description,
+        "active": w.active,
+        "include_descendants": w.include_descendants,
+        "created_at": iso(w.created_at),
+        "updated_at": iso(w.updated_at),
+    }
+
+
+def role_json(r: RoleRow, tenant_id: object) -> dict[str, Any]:
+    return {
+        "id": str(r.id),
+        "name": r.name,
+        "description": r.description,
+        "scopes": r.scopes,
+        "tenant_id": _id(tenant_id),
+        "created_at": iso(r.created_at),
+        "updated_at": iso(r.updated_at),
+    }
