@@ -11,17 +11,14 @@ from typing import Any
 from service.repositories.audit_logs import AuditEntry
 from service.repositories.consents import Consent
 from service.repositories.gdpr import PermissionRow, RoleRow, WebhookRow
+from service.representations import opt_str
 from service.timefmt import iso, iso_or_none
-
-
-def _id(value: object | None) -> str | None:
-    return None if value is None else str(value)
 
 
 def audit_entry_json(e: AuditEntry) -> dict[str, Any]:
     return {
         "id": str(e.id),
-        "tenant_id": _id(e.tenant_id),
+        "tenant_id": opt_str(e.tenant_id),
         "actor_id": e.actor_id,
         "actor_type": e.actor_type,
         "action": e.action,
@@ -64,7 +61,7 @@ def exported_webhook_json(w: WebhookRow) -> dict[str, Any]:
     return {
         "id": str(w.id),
         "url": w.url,
-        "tenant_id": _id(w.tenant_id),
+        "tenant_id": opt_str(w.tenant_id),
         "events": w.events,
         "description": w.description,
         "active": w.active,
@@ -80,7 +77,7 @@ def role_json(r: RoleRow, tenant_id: object) -> dict[str, Any]:
         "name": r.name,
         "description": r.description,
         "scopes": r.scopes,
-        "tenant_id": _id(tenant_id),
+        "tenant_id": opt_str(tenant_id),
         "created_at": iso(r.created_at),
         "updated_at": iso(r.updated_at),
     }

@@ -1,0 +1,98 @@
+"""Rows for audit, GDPR and retention tests that no endpoint on this branch writes yet
+(sensitive config, permissions, webhooks, deliveries, roles), stored the way the service
+stores them, plus small HTTP helpers."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+import orjson
+from aiohttp.test_utils import TestClient
+
+from service.crypto import PURPOSE_CONFIG, PURPOSE_WEBHOOK_SECRET, config_aad, webhook_aad
+from service.http.appkeys import KEYRING
+from service.ids import uuid7
+
+
+async def error_of(resp: Any) -> tuple[int, str]:
+    return resp.status, (await resp.json())["error"]["code"]
+
+
+async def add_sensitive_config(
+    client: TestClient, conn: asyncpg.Connection, tenant_id: str, key: str, value: Any
+) -> None:
+    token = client.app[KEYRING].encryptor.encrypt(
+        orjson.dumps(value), purpose=PURPOSE_CONFIG, aad=config_aad(tenant_id, key)
+    )
+    await conn.execute(
+        "INSERT INTO config_entries (tenant_id, key, encrypted_value, sensitive) "
+        "VALUES ($1, $2, $3, true)",
+        UUID(tenant_id), key, token,
+    )  # fmt: skip
+
+
+async def add_permission(
+    conn: asyncpg.Connection, tenant_id: str, key: str, value: bool, mode: str = "INHERIT"
+) -> None:
+    await conn.execute(
+        "INSERT INTO permission_policies (tenant_id, key, value, mode) VALUES ($1, $2, $3, $4)",
+        UUID(tenant_id), key, value, mode,
+    )  # fmt: skip
+
+
+async def add_webhook(
+    client: TestClient,
+    conn: asyncpg.Connection,
+    tenant_id: str | None,
+    *,
+    secret: str = "whsec_test-secret",
+    include_descendants: bool = False,
+) -> UUID:
+    webhook_id = uuid7()
+    token = client.app[KEYRING].encryptor.encrypt(
+        secret.encode(), purpose=PURPOSE_WEBHOOK_SECRET, aad=webhook_aad(webhook_id)
+    )
+    await conn.execute(
+        "INSERT INTO webhooks (id, tenant_id, url, events, encrypted_secret, description, "
+        "include_descendants) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        webhook_id, None if tenant_id is None else UUID(tenant_id),
+        f"https://hooks.example.com/{webhook_id}", ["tenant.updated", "tenant.moved"], token,
+        "test hook", include_descendants,
+    )  # fmt: skip
+    return webhook_id
+
+
+async def add_delivery(
+    conn: asyncpg.Connection,
+    webhook_id: UUID,
+    event_id: UUID,
+    *,
+    status: str = "success",
+    updated_at: datetime | None = None,
+) -> UUID:
+    delivery_id = uuid7()
+    await conn.execute(
+        "INSERT INTO webhook_deliveries (id, webhook_id, event_id, event_type, status, "
+        "max_attempts, updated_at) "
+        "SELECT $1, $2, e.id, e.type, $4, 6, coalesce($5, now()) FROM events e WHERE e.id = $3",
+        delivery_id, webhook_id, event_id, status, updated_at,
+    )  # fmt: skip
+    return delivery_id
+
+
+async def add_role(conn: asyncpg.Connection, tenant_id: str | None, name: str) -> UUID:
+    role_id = uuid7()
+    await conn.execute(
+        "INSERT INTO roles (id, tenant_id, name, scopes) VALUES ($1, $2, $3, $4)",
+        role_id, None if tenant_id is None else UUID(tenant_id), name, ["read"],
+    )  # fmt: skip
+    return role_id
+
+
+async def events_of(conn: asyncpg.Connection, tenant_id: str) -> list[asyncpg.Record]:
+    return await conn.fetch(
+        "SELECT id, type, payload FROM events WHERE tenant_id = $1 ORDER BY id", UUID(tenant_id)
+    )
