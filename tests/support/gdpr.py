@@ -83,11 +83,13 @@ async def add_delivery(
     return delivery_id
 
 
-async def add_role(conn: asyncpg.Connection, tenant_id: str | None, name: str) -> UUID:
+async def add_role(
+    conn: asyncpg.Connection, tenant_id: str | None, name: str, scopes: tuple[str, ...] = ("read",)
+) -> UUID:
     role_id = uuid7()
     await conn.execute(
         "INSERT INTO roles (id, tenant_id, name, scopes) VALUES ($1, $2, $3, $4)",
-        role_id, None if tenant_id is None else UUID(tenant_id), name, ["read"],
+        role_id, None if tenant_id is None else UUID(tenant_id), name, list(scopes),
     )  # fmt: skip
     return role_id
 
