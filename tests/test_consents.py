@@ -59,7 +59,8 @@ async def test_grant_list_revoke_with_whole_bodies(client: TestClient, db_conn) 
     again = await grant(client, headers, tid, expect=200, purpose="marketing.email")
     assert again == marketing
     analytics = await grant(client, headers, tid, purpose="analytics")
-    assert analytics["expires_at"] is None and analytics["metadata"] == {}
+    assert analytics["expires_at"] is None
+    assert analytics["metadata"] == {}
 
     path = f"/api/v1/tenants/{tid}/consent"
     assert await get_json(client, path, headers) == [analytics, marketing]
@@ -114,7 +115,9 @@ async def test_an_expired_consent_is_not_active(client: TestClient, admin, db_co
     resp = await client.delete(f"/api/v1/tenants/{tid}/consent/trial", headers=admin)
     assert await error_of(resp) == (404, "CONSENT_NOT_FOUND")
     second = await grant(client, admin, tid, purpose="trial")  # 201: a new record
-    statuses = [c["status"] for c in await get_json(client, f"/api/v1/tenants/{tid}/consent", admin)]
+    statuses = [
+        c["status"] for c in await get_json(client, f"/api/v1/tenants/{tid}/consent", admin)
+    ]
     assert statuses == ["granted", "expired"]
     assert second["id"] != first["id"]
 

@@ -57,7 +57,9 @@ async def test_export_holds_everything_with_secrets_masked(client: TestClient, a
     assert resp.status == 200, raw
     assert resp.headers["Content-Type"].startswith("application/json")
     slug = world["tenant"]["slug"]
-    assert resp.headers["Content-Disposition"] == f'attachment; filename="tenant-{slug}-export.json"'
+    assert (
+        resp.headers["Content-Disposition"] == f'attachment; filename="tenant-{slug}-export.json"'
+    )
     assert resp.headers["Cache-Control"] == "no-store"
     doc = orjson.loads(raw)
     assert set(doc) == {
@@ -97,7 +99,8 @@ async def test_export_holds_everything_with_secrets_masked(client: TestClient, a
     assert key["prefix"] == issued.plaintext[:12]
     assert key["role_id"] == str(world["role_id"])
     assert key["effective_scopes"] == ["read"]
-    assert "key_hash" not in key and "plaintext_key" not in key
+    assert "key_hash" not in key
+    assert "plaintext_key" not in key
     assert [r["name"] for r in doc["roles"]] == ["auditors"]
     assert doc["children"] == [
         {"id": c["id"], "slug": c["slug"], "name": c["name"], "status": s}
@@ -129,7 +132,8 @@ async def test_include_secrets_reveals_sensitive_config_only(client: TestClient,
     assert doc["tenant"]["config"] == {"db_password": {"pw": DB_PASSWORD}, "theme": "dark"}
     assert doc["config"][0]["value"] == {"pw": DB_PASSWORD}
     text = orjson.dumps(doc).decode()
-    assert WEBHOOK_SECRET not in text and world["key"].plaintext not in text
+    assert WEBHOOK_SECRET not in text
+    assert world["key"].plaintext not in text
     [entry] = await get_json(
         client, f"/api/v1/audit-logs?tenant_id={tid}&action=tenant.exported", admin
     )

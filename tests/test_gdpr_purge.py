@@ -50,8 +50,7 @@ async def scan_database(conn: asyncpg.Connection, needles: set[str]) -> list[dic
         table, column = col["table_name"], col["column_name"]
         for needle in needles:
             rows = await conn.fetch(
-                f'SELECT ctid::text AS row FROM "{table}" '
-                f'WHERE strpos("{column}"::text, $1) > 0',
+                f'SELECT ctid::text AS row FROM "{table}" WHERE strpos("{column}"::text, $1) > 0',
                 needle,
             )
             hits += [{"table": table, "column": column, "needle": needle, "row": r["row"]}
@@ -184,9 +183,12 @@ async def test_purge_leaves_the_tenants_only_in_redacted_audit_entries(client, a
     assert moved_event["payload"]["old_parent_id"] is None
     assert moved_event["payload"]["new_parent_id"] == world["root"]["id"]
     assert moved_event["payload"]["id"] == world["moved"]["id"]
-    assert await db_conn.fetchval(
-        "SELECT count(*) FROM webhook_deliveries WHERE id = $1", world["kept_delivery"]
-    ) == 1
+    assert (
+        await db_conn.fetchval(
+            "SELECT count(*) FROM webhook_deliveries WHERE id = $1", world["kept_delivery"]
+        )
+        == 1
+    )
     assert await tree_problems(db_conn) == []
     for tenant_id in ids:
         resp = await client.get(f"/api/v1/tenants/{tenant_id}?include_archived=true", headers=admin)

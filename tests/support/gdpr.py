@@ -48,7 +48,7 @@ async def add_webhook(
     conn: asyncpg.Connection,
     tenant_id: str | None,
     *,
-    secret: str = "whsec_test-secret",
+    secret: str = "whsec_test-secret",  # noqa: S107 - a test fixture value
     include_descendants: bool = False,
 ) -> UUID:
     webhook_id = uuid7()

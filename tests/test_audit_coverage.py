@@ -1,0 +1,164 @@
+"""Every mutating (or audited) endpoint leaves exactly one audit entry, with the right
+action, actor and resource, in the same request.
+
+One row per endpoint. Another area adds its endpoints as more rows: a row names the
+request (paths and bodies may use the world's values) and the entry it must leave.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient
+
+from tests.support.api import create_tenant, unique_slug
+from tests.support.keys import make_key
+
+World = dict[str, Any]
+Value = Callable[[World, Any], Any]
+
+
+@dataclass(frozen=True)
+class Case:
+    method: str
+    path: str  # str.format(**world): {tenant}, {leaf}, {archived}, {root} are tenant ids
+    action: str
+    resource_type: str
+    resource_id: Value  # (world, response body) -> the expected resource_id
+    tenant_id: Value  # (world, response body) -> the expected tenant_id
+    body: Callable[[World], Any] | None = None
+    status: int = 200
+
+
+def world_id(name: str) -> Value:
+    return lambda world, _: world[name]
+
+
+def body_id(world: World, body: Any) -> Any:
+    return body["id"]
+
+
+def nothing(world: World, body: Any) -> None:
+    return None
+
+
+CASES = [
+    Case("POST", "/api/v1/tenants", "tenant.created", "tenant", body_id, body_id,
+         body=lambda w: {"name": "New", "slug": unique_slug(), "parent_id": w["tenant"]},
+         status=201),
+    Case("POST", "/api/v1/tenants/batch", "tenant.created", "tenant",
+         lambda w, b: b["created"][0]["id"], lambda w, b: b["created"][0]["id"],
+         body=lambda w: {"tenants": [{"name": "B", "slug": unique_slug(), "parent_id": w["leaf"]}]},
+         status=201),
+    Case("PATCH", "/api/v1/tenants/{tenant}", "tenant.updated", "tenant",
+         world_id("tenant"), world_id("tenant"), body=lambda w: {"name": "Renamed"}),
+    Case("DELETE", "/api/v1/tenants/{leaf}", "tenant.deleted", "tenant",
+         world_id("leaf"), world_id("leaf"), status=204),
+    Case("POST", "/api/v1/tenants/{archived}/restore", "tenant.restored", "tenant",
+         world_id("archived"), world_id("archived")),
+    Case("POST", "/api/v1/tenants/{leaf}/move", "tenant.moved", "tenant",
+         world_id("leaf"), world_id("leaf"), body=lambda w: {"new_parent_id": w["root"]}),
+    Case("POST", "/api/v1/tenants/{tenant}/consent", "consent.granted", "consent",
+         body_id, world_id("tenant"), body=lambda w: {"purpose": "analytics"}, status=201),
+    Case("DELETE", "/api/v1/tenants/{tenant}/consent/newsletter", "consent.revoked", "consent",
+         world_id("consent"), world_id("tenant"), status=204),
+    Case("GET", "/api/v1/tenants/{tenant}/export", "tenant.exported", "tenant",
+         world_id("tenant"), world_id("tenant")),
+    Case("POST", "/api/v1/tenants/{leaf}/purge", "tenant.purged", "tenant",
+         world_id("leaf"), world_id("leaf"), body=lambda w: {"confirm": w["leaf_slug"]}),
+    Case("POST", "/api/v1/tenants/{tenant}/migrate-region", "tenant.region_migrated", "tenant",
+         world_id("tenant"), world_id("tenant"), body=lambda w: {"region": "eu-2"}),
+    Case("POST", "/api/v1/maintenance/purge-expired", "maintenance.purge_expired", "maintenance",
+         nothing, nothing, body=lambda w: {}),
+]  # fmt: skip
+
+
+@pytest.fixture
+def settings_env() -> dict[str, str]:
+    return {"SERVICE_REGIONS": "default,eu-2"}
+
+
+async def make_world(client: TestClient, headers: dict[str, str]) -> World:
+    root = await create_tenant(client, headers)
+    tenant = await create_tenant(client, headers, parent_id=root["id"])
+    leaf = await create_tenant(client, headers, parent_id=tenant["id"])
+    archived = await create_tenant(client, headers, parent_id=tenant["id"])
+    assert (await client.delete(f"/api/v1/tenants/{archived['id']}", headers=headers)).ok
+    resp = await client.post(
+        f"/api/v1/tenants/{tenant['id']}/consent", json={"purpose": "newsletter"}, headers=headers
+    )
+    consent = await resp.json()
+    return {
+        "root": root["id"], "tenant": tenant["id"], "leaf": leaf["id"],
+        "leaf_slug": leaf["slug"], "archived": archived["id"], "consent": consent["id"],
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c.method} {c.path}" for c in CASES])
+async def test_each_mutating_endpoint_leaves_exactly_one_entry(
+    client: TestClient, db_conn: Any, case: Case
+) -> None:
+    issued = await make_key(client.app, name="audited caller")
+    headers = {"X-API-Key": issued.plaintext}
+    world = await make_world(client, headers)
+    request_id = f"audit-{unique_slug()}"
+    resp = await client.request(
+        case.method,
+        case.path.format(**world),
+        json=None if case.body is None else case.body(world),
+        headers={**headers, "X-Request-ID": request_id},
+    )
+    body = None if resp.status == 204 else await resp.json()
+    assert resp.status == case.status, body
+    rows = await db_conn.fetch("SELECT * FROM audit_logs WHERE request_id = $1", request_id)
+    assert len(rows) == 1, [dict(r) for r in rows]
+    [entry] = rows
+    expected_tenant = case.tenant_id(world, body)
+    assert {
+        "action": entry["action"],
+        "resource_type": entry["resource_type"],
+        "resource_id": entry["resource_id"],
+        "tenant_id": None if entry["tenant_id"] is None else str(entry["tenant_id"]),
+        "actor_id": entry["actor_id"],
+        "actor_type": entry["actor_type"],
+        "ip_address": entry["ip_address"],
+    } == {
+        "action": case.action,
+        "resource_type": case.resource_type,
+        "resource_id": case.resource_id(world, body),
+        "tenant_id": expected_tenant,
+        "actor_id": str(issued.key.id),
+        "actor_type": "api_key",
+        "ip_address": "127.0.0.1",
+    }
+
+
+async def test_reads_and_refused_changes_leave_no_entry(client: TestClient, db_conn) -> None:
+    issued = await make_key(client.app, name="reader")
+    headers = {"X-API-Key": issued.plaintext}
+    world = await make_world(client, headers)
+    request_id = f"quiet-{unique_slug()}"
+    quiet = {**headers, "X-Request-ID": request_id}
+    tenant = world["tenant"]
+    for method, path, body in (
+        ("GET", f"/api/v1/tenants/{tenant}", None),
+        ("GET", "/api/v1/tenants", None),
+        ("GET", f"/api/v1/tenants/{tenant}/consent", None),
+        ("GET", "/api/v1/audit-logs", None),
+        ("GET", "/api/v1/regions", None),
+        ("POST", "/api/v1/maintenance/purge-expired", {"dry_run": True}),
+        ("POST", f"/api/v1/tenants/{tenant}/consent", {"purpose": "newsletter"}),  # 200: active
+        ("PATCH", f"/api/v1/tenants/{tenant}", {"name": "x" * 300}),  # 400
+        ("POST", f"/api/v1/tenants/{tenant}/purge", {"confirm": "not-the-slug"}),  # 400
+        ("POST", f"/api/v1/tenants/{tenant}/migrate-region", {"region": "default"}),  # 409
+        ("DELETE", f"/api/v1/tenants/{tenant}/consent/never-given", None),  # 404
+    ):
+        resp = await client.request(method, path, json=body, headers=quiet)
+        assert resp.status < 500, (method, path)
+    count = await db_conn.fetchval(
+        "SELECT count(*) FROM audit_logs WHERE request_id = $1", request_id
+    )
+    assert count == 0
