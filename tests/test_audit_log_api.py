@@ -163,6 +163,8 @@ async def test_walking_250_entries_by_cursor_has_no_gap_or_repeat(client: TestCl
         ("tenant_id=123", "tenant_id"),
         ("from=yesterday", "from"),
         ("from=2025-03-01T10:00:00", "from"),  # no offset: ambiguous
+        ("from=0001-01-01T00:00:00%2B01:00", "from"),  # before year 1 in UTC
+        ("to=9999-12-31T23:59:59-01:00", "to"),
         ("from=2025-03-02T00:00:00Z&to=2025-03-01T00:00:00Z", "to"),
         ("action=", "action"),
         ("actions=tenant.created", "actions"),

@@ -134,6 +134,7 @@ async def test_an_expired_consent_is_not_active(client: TestClient, admin, db_co
         ({"purpose": "ok", "expires_at": "tomorrow"}, "expires_at"),
         ({"purpose": "ok", "expires_at": "2020-01-01T00:00:00Z"}, "expires_at"),
         ({"purpose": "ok", "expires_at": "2999-01-01T00:00:00"}, "expires_at"),
+        ({"purpose": "ok", "expires_at": "9999-12-31T23:59:59-01:00"}, "expires_at"),
         ({"purpose": "ok", "metadata": []}, "metadata"),
         ({"purpose": "ok", "metadata": {"x": "nul\u0000"}}, "metadata"),
         ({"purpose": "ok", "metadata": {"x": "y" * 17_000}}, "metadata"),

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 from uuid import UUID
 
 import msgspec
 
 from service.schemas.common import Strict, check_text
-
-AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
+from service.schemas.times import AwareDatetime, check_utc
 FilterText = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
 
 
@@ -33,5 +31,7 @@ class AuditLogQuery(Strict):
         ):
             if value is not None:
                 check_text(value, name)
+        check_utc(self.from_, "from")
+        check_utc(self.to, "to")
         if self.from_ is not None and self.to is not None and self.from_ >= self.to:
             raise ValueError("to: must be later than from")
