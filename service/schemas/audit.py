@@ -9,6 +9,7 @@ import msgspec
 
 from service.schemas.common import Strict, check_text
 from service.schemas.times import AwareDatetime, check_utc
+
 FilterText = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
 
 
