@@ -13,13 +13,17 @@ from service.config import Settings
 from service.crypto import Encryptor, KeyRing
 from service.db.pool import Database, connect
 from service.db.queries import Queries
-from service.handlers import health, tenants
+from service.handlers import config, context, encryption_keys, health, tenants
 from service.http import appkeys as keys
 from service.http.middleware import authenticate, request_context
 from service.http.routing import Api, register
 from service.logs import get_logger
 from service.repositories.registry import Repositories
+from service.usecases.config_entries import ConfigEntries
+from service.usecases.context import TenantContext
 from service.usecases.deps import Deps
+from service.usecases.encryption_keys import EncryptionKeyRotation
+from service.usecases.permissions import PermissionPolicies
 from service.usecases.recording import ChangeRecorder
 from service.usecases.tenant_changes import TenantChanges
 from service.usecases.tenant_creation import TenantCreation
@@ -31,7 +35,7 @@ BOOTSTRAP_KEY = web.AppKey("bootstrap_key", bool)
 
 
 def apis() -> list[Api]:
-    return [health.api, tenants.api]
+    return [health.api, tenants.api, config.api, context.api, encryption_keys.api]
 
 
 def create_app(settings: Settings, *, bootstrap_key: bool = False) -> web.Application:
@@ -58,6 +62,10 @@ def create_app(settings: Settings, *, bootstrap_key: bool = False) -> web.Applic
     app[keys.TENANT_CREATION] = TenantCreation(deps)
     app[keys.TENANT_CHANGES] = TenantChanges(deps)
     app[keys.TENANT_MOVES] = TenantMoves(deps)
+    app[keys.CONFIG_ENTRIES] = ConfigEntries(deps)
+    app[keys.PERMISSION_POLICIES] = PermissionPolicies(deps)
+    app[keys.TENANT_CONTEXT] = TenantContext(deps)
+    app[keys.ENCRYPTION_KEY_ROTATION] = EncryptionKeyRotation(deps)
     app[BOOTSTRAP_KEY] = bootstrap_key
     app[keys.ENDPOINTS] = register(app, apis())
     app.cleanup_ctx.append(_database_lifecycle)

@@ -11,7 +11,11 @@ from service.db.pool import Database
 from service.db.queries import Queries
 from service.http.routing import Endpoint
 from service.repositories.registry import Repositories
+from service.usecases.config_entries import ConfigEntries
+from service.usecases.context import TenantContext
 from service.usecases.deps import Deps
+from service.usecases.encryption_keys import EncryptionKeyRotation
+from service.usecases.permissions import PermissionPolicies
 from service.usecases.tenant_changes import TenantChanges
 from service.usecases.tenant_creation import TenantCreation
 from service.usecases.tenant_moves import TenantMoves
@@ -29,3 +33,7 @@ TENANT_QUERIES = web.AppKey("tenant_queries", TenantQueries)
 TENANT_CREATION = web.AppKey("tenant_creation", TenantCreation)
 TENANT_CHANGES = web.AppKey("tenant_changes", TenantChanges)
 TENANT_MOVES = web.AppKey("tenant_moves", TenantMoves)
+CONFIG_ENTRIES = web.AppKey("config_entries", ConfigEntries)
+PERMISSION_POLICIES = web.AppKey("permission_policies", PermissionPolicies)
+TENANT_CONTEXT = web.AppKey("tenant_context", TenantContext)
+ENCRYPTION_KEY_ROTATION = web.AppKey("encryption_key_rotation", EncryptionKeyRotation)

@@ -8,8 +8,11 @@ from service.db.migrations import MigrationsRepository
 from service.db.queries import Queries
 from service.repositories.api_keys import ApiKeysRepository
 from service.repositories.config_entries import ConfigEntriesRepository
+from service.repositories.context import ContextRepository
+from service.repositories.encryption_keys import EncryptionKeysRepository
 from service.repositories.health import HealthRepository
 from service.repositories.outbox import OutboxRepository
+from service.repositories.permissions import PermissionsRepository
 from service.repositories.tenants import TenantsRepository
 
 
@@ -21,6 +24,9 @@ class Repositories:
     api_keys: ApiKeysRepository
     health: HealthRepository
     migrations: MigrationsRepository
+    permissions: PermissionsRepository
+    context: ContextRepository
+    encryption_keys: EncryptionKeysRepository
 
     @classmethod
     def build(cls, queries: Queries) -> Repositories:
@@ -31,4 +37,7 @@ class Repositories:
             api_keys=ApiKeysRepository(queries),
             health=HealthRepository(queries),
             migrations=MigrationsRepository(queries),
+            permissions=PermissionsRepository(queries),
+            context=ContextRepository(queries),
+            encryption_keys=EncryptionKeysRepository(queries),
         )
