@@ -92,7 +92,7 @@ async def _reveal(client: Any, headers: dict[str, str], tid: str) -> Any:
 
 
 async def test_rotation_success_switches_at_once_and_survives_restart(
-    client, admin, aiohttp_client, db_url, tmp_path
+    client, admin, aiohttp_client, db_url, tmp_path, capfd
 ) -> None:
     values = await _secrets(client, admin)
     hooks = await _webhooks(client, OLD)
@@ -163,6 +163,10 @@ async def test_rotation_success_switches_at_once_and_survives_restart(
     )  # fmt: skip
     tid, value = next(iter(values.items()))
     assert await _reveal(other, await key_headers(other.app), tid) == value
+    logged = capfd.readouterr()
+    assert "encryption key rotated" in logged.out
+    for key_text in (ENCRYPTION_KEY, new_text, new_raw.hex(), OLD.hex()):
+        assert key_text not in logged.out + logged.err
 
 
 async def test_rotation_reencrypts_values_other_processes_wrote_with_the_old_key(
