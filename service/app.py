@@ -11,6 +11,7 @@ from service.auth.authenticator import Authenticator
 from service.bootstrap import prepare_database
 from service.config import Settings
 from service.crypto import Encryptor, KeyRing
+from service.db.migrations import load_migrations
 from service.db.pool import Database, connect
 from service.db.queries import Queries
 from service.handlers import config, context, encryption_keys, health, tenants
@@ -55,6 +56,7 @@ def create_app(settings: Settings, *, bootstrap_key: bool = False) -> web.Applic
     app[keys.QUERIES] = queries
     app[keys.REPOSITORIES] = repos
     app[keys.DATABASE] = database
+    app[keys.MIGRATION_HEAD] = max((m.version for m in load_migrations()), default=0)
     app[keys.KEYRING] = keyring
     app[keys.DEPS] = deps
     app[keys.AUTHENTICATOR] = Authenticator(settings, database, repos.api_keys)

@@ -9,8 +9,14 @@ from typing import Any
 from uuid import UUID
 
 import asyncpg
+import orjson
 
 from service.db.repository import NamedSql, Repository
+
+
+def json_text(value: Any) -> str:
+    # JSON values travel as text: asyncpg would read a list inside a jsonb[] as a sub-array.
+    return orjson.dumps(value).decode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +108,7 @@ class ConfigEntriesRepository(Repository):
                 self._insert_new,
                 [e[0] for e in entries],
                 [e[1] for e in entries],
-                [e[2] for e in entries],
+                [json_text(e[2]) for e in entries],
             )
 
     async def upsert_config_values(
@@ -113,7 +119,7 @@ class ConfigEntriesRepository(Repository):
                 self._upsert,
                 tenant_id,
                 [w.key for w in writes],
-                [w.value for w in writes],
+                [None if w.sensitive else json_text(w.value) for w in writes],
                 [w.encrypted_value for w in writes],
                 [w.sensitive for w in writes],
             )

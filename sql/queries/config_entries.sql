@@ -17,16 +17,17 @@ WHERE c.descendant_id = $1
 ORDER BY ce.key, c.depth DESC;
 
 -- name: insert_config_for_new_tenants
--- Plain entries of newly created tenants from parallel arrays (tenant, key, value).
+-- Plain entries of newly created tenants from parallel arrays (tenant, key, JSON text).
 INSERT INTO config_entries (tenant_id, key, value)
-SELECT e.tenant_id, e.key, e.value
-FROM unnest($1::uuid[], $2::text[], $3::jsonb[]) AS e(tenant_id, key, value);
+SELECT e.tenant_id, e.key, e.value::jsonb
+FROM unnest($1::uuid[], $2::text[], $3::text[]) AS e(tenant_id, key, value);
 
 -- name: upsert_config_values
--- Set values of tenant $1's keys; a new entry starts unlocked, an existing one keeps its lock.
+-- Set values (JSON text) of tenant $1's keys; a new entry starts unlocked, an existing one
+-- keeps its lock.
 INSERT INTO config_entries (tenant_id, key, value, encrypted_value, sensitive)
-SELECT $1, e.key, e.value, e.encrypted_value, e.sensitive
-FROM unnest($2::text[], $3::jsonb[], $4::text[], $5::boolean[])
+SELECT $1, e.key, e.value::jsonb, e.encrypted_value, e.sensitive
+FROM unnest($2::text[], $3::text[], $4::text[], $5::boolean[])
      AS e(key, value, encrypted_value, sensitive)
 ON CONFLICT (tenant_id, key) DO UPDATE
 SET value = excluded.value,
