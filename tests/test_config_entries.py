@@ -112,13 +112,13 @@ async def test_omitted_flags_keep_their_values(client, admin) -> None:
         ("9starts_with_digit", {"value": 1}, "key"),
         ("has space", {"value": 1}, "key"),
         ("k" * 129, {"value": 1}, "key"),
-        ("ok", {"value": None}, "body"),
+        ("ok", {"value": None}, "value"),
         ("ok", {}, "value"),
         ("ok", {"value": 1, "locked": "yes"}, "locked"),
         ("ok", {"value": 1, "sensitive": 1}, "sensitive"),
         ("ok", {"value": 1, "extra": True}, "extra"),
-        ("ok", {"value": "x" * (64 * 1024)}, "body"),
-        ("ok", {"value": {"deep": "\u0000"}}, "body"),
+        ("ok", {"value": "x" * (64 * 1024)}, "value"),
+        ("ok", {"value": {"deep": "\u0000"}}, "value"),
     ],
 )
 async def test_bad_requests_are_400(client, admin, key, body, field) -> None:

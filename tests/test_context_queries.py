@@ -69,16 +69,26 @@ async def test_explain_uses_indexes_at_depth_10(client, admin) -> None:
     chain = await _chain_with_entries(client, admin, 11)
     leaf = chain[-1]
     assert leaf["depth"] == 10
+    locked_sql = Queries.load().sql("find_locked_permission_keys")
     async with client.app[DATABASE].connection() as conn:
         await conn.execute(BULK_TREES, 5000)
         await conn.execute("ANALYZE")
-        plan = (await conn.fetchval("EXPLAIN (FORMAT JSON) " + CONTEXT_SQL, leaf["id"]))[0]["Plan"]
-    nodes = _plan_nodes(plan)
-    scans = {(n["Node Type"], n.get("Relation Name"), n.get("Index Name")) for n in nodes}
-    assert not [s for s in scans if s[0] == "Seq Scan"], scans
-    indexed = {rel for kind, rel, index in scans if index is not None and rel in TABLES}
-    assert indexed == TABLES, scans
-    assert ("Index Only Scan", "tenant_closure", "tenant_closure_descendant_idx") in scans
+        # Custom plans, and the generic plans prepared statements settle on.
+        for mode in ("auto", "force_generic_plan"):
+            await conn.execute(f"SET plan_cache_mode = {mode}")
+            plan = await conn.fetchval("EXPLAIN (FORMAT JSON) " + CONTEXT_SQL, leaf["id"])
+            nodes = _plan_nodes(plan[0]["Plan"])
+            scans = {(n["Node Type"], n.get("Relation Name"), n.get("Index Name")) for n in nodes}
+            assert not [s for s in scans if s[0] == "Seq Scan"], (mode, scans)
+            indexed = {rel for kind, rel, index in scans if index is not None and rel in TABLES}
+            assert indexed == TABLES, (mode, scans)
+            assert ("Index Only Scan", "tenant_closure", "tenant_closure_descendant_idx") in scans
+            plan = await conn.fetchval(
+                "EXPLAIN (FORMAT JSON) " + locked_sql, leaf["parent_id"], ["perm", "other"]
+            )
+            kinds = {n["Node Type"] for n in _plan_nodes(plan[0]["Plan"])}
+            assert "Seq Scan" not in kinds, (mode, kinds)
+        await conn.execute("RESET plan_cache_mode")
 
 
 async def test_round_trips_do_not_grow_with_depth(client, admin) -> None:

@@ -34,7 +34,7 @@ class ConfigPut(Strict):
 
     def __post_init__(self) -> None:
         if self.value is None:
-            raise ValueError("value must not be null (DELETE removes an entry)")
+            raise ValueError("value: must not be null (DELETE removes an entry)")
         check_config_value(self.value, "value")
 
 
