@@ -14,15 +14,30 @@ from service.crypto import Encryptor, KeyRing
 from service.db.migrations import load_migrations
 from service.db.pool import Database, connect
 from service.db.queries import Queries
-from service.handlers import audit_logs, consents, gdpr, health, maintenance, regions, tenants
+from service.handlers import (
+    audit_logs,
+    config,
+    consents,
+    context,
+    encryption_keys,
+    gdpr,
+    health,
+    maintenance,
+    regions,
+    tenants,
+)
 from service.http import appkeys as keys
 from service.http.middleware import authenticate, request_context
 from service.http.routing import Api, register
 from service.logs import get_logger
 from service.repositories.registry import Repositories
 from service.usecases.audit_queries import AuditQueries
+from service.usecases.config_entries import ConfigEntries
 from service.usecases.consents import Consents
+from service.usecases.context import TenantContext
 from service.usecases.deps import Deps
+from service.usecases.encryption_keys import EncryptionKeyRotation
+from service.usecases.permissions import PermissionPolicies
 from service.usecases.recording import ChangeRecorder
 from service.usecases.region_migration import RegionMigrations
 from service.usecases.retention import Retention
@@ -41,6 +56,9 @@ def apis() -> list[Api]:
     return [
         health.api,
         tenants.api,
+        config.api,
+        context.api,
+        encryption_keys.api,
         audit_logs.api,
         consents.api,
         gdpr.api,
@@ -74,6 +92,10 @@ def create_app(settings: Settings, *, bootstrap_key: bool = False) -> web.Applic
     app[keys.TENANT_CREATION] = TenantCreation(deps)
     app[keys.TENANT_CHANGES] = TenantChanges(deps)
     app[keys.TENANT_MOVES] = TenantMoves(deps)
+    app[keys.CONFIG_ENTRIES] = ConfigEntries(deps)
+    app[keys.PERMISSION_POLICIES] = PermissionPolicies(deps)
+    app[keys.TENANT_CONTEXT] = TenantContext(deps)
+    app[keys.ENCRYPTION_KEY_ROTATION] = EncryptionKeyRotation(deps)
     app[keys.AUDIT_QUERIES] = AuditQueries(deps)
     app[keys.CONSENTS] = Consents(deps)
     app[keys.TENANT_EXPORT] = TenantExport(deps)

@@ -10,7 +10,7 @@ from typing import Any
 
 from service.repositories.audit_logs import AuditEntry
 from service.repositories.consents import Consent
-from service.repositories.gdpr import PermissionRow, RoleRow, WebhookRow
+from service.repositories.gdpr import RoleRow, WebhookRow
 from service.representations import opt_str
 from service.timefmt import iso, iso_or_none
 
@@ -43,16 +43,6 @@ def consent_json(c: Consent) -> dict[str, Any]:
         "revoked_by": c.revoked_by,
         "expires_at": iso_or_none(c.expires_at),
         "metadata": c.metadata,
-    }
-
-
-def permission_json(p: PermissionRow) -> dict[str, Any]:
-    return {
-        "key": p.key,
-        "value": p.value,
-        "mode": p.mode,
-        "created_at": iso(p.created_at),
-        "updated_at": iso(p.updated_at),
     }
 
 

@@ -7,6 +7,8 @@ request (paths and bodies may use the world's values) and the entry it must leav
 
 from __future__ import annotations
 
+import base64
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +16,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
+from tests.conftest import ENCRYPTION_KEY
 from tests.support.api import create_tenant, unique_slug
 from tests.support.keys import make_key
 
@@ -45,6 +48,10 @@ def nothing(world: World, body: Any) -> None:
     return None
 
 
+def const(value: str) -> Value:
+    return lambda world, _: value
+
+
 CASES = [
     Case("POST", "/api/v1/tenants", "tenant.created", "tenant", body_id, body_id,
          body=lambda w: {"name": "New", "slug": unique_slug(), "parent_id": w["tenant"]},
@@ -73,6 +80,25 @@ CASES = [
          world_id("tenant"), world_id("tenant"), body=lambda w: {"region": "eu-2"}),
     Case("POST", "/api/v1/maintenance/purge-expired", "maintenance.purge_expired", "maintenance",
          nothing, nothing, body=lambda w: {}),
+    # config, permissions and encryption keys (issue 4)
+    Case("PUT", "/api/v1/tenants/{tenant}/config/color", "config.updated", "config_entry",
+         const("color"), world_id("tenant"), body=lambda w: {"value": "red"}, status=201),
+    Case("PUT", "/api/v1/tenants/{tenant}/config/theme", "config.updated", "config_entry",
+         const("theme"), world_id("tenant"), body=lambda w: {"value": "light"}),
+    Case("DELETE", "/api/v1/tenants/{tenant}/config/theme", "config.deleted", "config_entry",
+         const("theme"), world_id("tenant"), status=204),
+    Case("PUT", "/api/v1/tenants/{tenant}/permissions/export", "permission.created",
+         "permission_policy", const("export"), world_id("tenant"),
+         body=lambda w: {"value": True}, status=201),
+    Case("PUT", "/api/v1/tenants/{tenant}/permissions/billing", "permission.updated",
+         "permission_policy", const("billing"), world_id("tenant"),
+         body=lambda w: {"value": True}),
+    Case("DELETE", "/api/v1/tenants/{tenant}/permissions/billing", "permission.deleted",
+         "permission_policy", const("billing"), world_id("tenant"), status=204),
+    Case("POST", "/api/v1/maintenance/rotate-encryption-key",
+         "maintenance.encryption_key_rotated", "encryption_key", nothing, nothing,
+         body=lambda w: {"old_key": ENCRYPTION_KEY,
+                         "new_key": base64.b64encode(secrets.token_bytes(32)).decode()}),
 ]  # fmt: skip
 
 
@@ -83,8 +109,13 @@ def settings_env() -> dict[str, str]:
 
 async def make_world(client: TestClient, headers: dict[str, str]) -> World:
     root = await create_tenant(client, headers)
-    tenant = await create_tenant(client, headers, parent_id=root["id"])
+    tenant = await create_tenant(client, headers, parent_id=root["id"], config={"theme": "dark"})
     leaf = await create_tenant(client, headers, parent_id=tenant["id"])
+    resp = await client.put(
+        f"/api/v1/tenants/{tenant['id']}/permissions/billing", json={"value": False},
+        headers=headers,
+    )  # fmt: skip
+    assert resp.status == 201
     archived = await create_tenant(client, headers, parent_id=tenant["id"])
     assert (await client.delete(f"/api/v1/tenants/{archived['id']}", headers=headers)).ok
     resp = await client.post(

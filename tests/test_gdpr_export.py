@@ -30,8 +30,8 @@ async def build_tenant(client: TestClient, admin: dict[str, str], db_conn: Any) 
         config={"theme": "dark"}, metadata={"plan": "pro"},
     )  # fmt: skip
     tid = tenant["id"]
-    await add_sensitive_config(client, db_conn, tid, "db_password", {"pw": DB_PASSWORD})
-    await add_permission(db_conn, tid, "billing.view", True, "LOCKED")
+    await add_sensitive_config(client, admin, tid, "db_password", {"pw": DB_PASSWORD})
+    await add_permission(client, admin, tid, "billing.view", True, "LOCKED")
     role_id = await add_role(db_conn, tid, "auditors")
     webhook_id = await add_webhook(client, db_conn, tid, secret=WEBHOOK_SECRET)
     key = await make_key(client.app, ("read",), tenant_id=tid, name="tenant key")
@@ -84,7 +84,8 @@ async def test_export_holds_everything_with_secrets_masked(client: TestClient, a
     trail = await get_json(client, f"/api/v1/audit-logs?tenant_id={tid}&limit=100", admin)
     assert doc["audit_logs"] == trail[1:]  # trail[0] is the tenant.exported entry itself
     assert [e["action"] for e in doc["audit_logs"]][::-1] == [
-        "tenant.created", "api_key.created", "consent.granted",
+        "tenant.created", "config.updated", "permission.created", "api_key.created",
+        "consent.granted",
     ]  # fmt: skip
     [webhook] = doc["webhooks"]
     assert webhook == {

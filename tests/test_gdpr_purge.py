@@ -74,8 +74,8 @@ async def build_world(client: TestClient, admin: dict[str, str], conn: Any) -> d
         headers=admin,
     )
     purged = await resp.json()
-    await add_sensitive_config(client, conn, pid, "api_token", f"token-{tag}")
-    await add_permission(conn, pid, "exports", True, "LOCKED")
+    await add_sensitive_config(client, admin, pid, "api_token", f"token-{tag}")
+    await add_permission(client, admin, pid, "exports", True, "LOCKED")
     role_id = await add_role(conn, pid, f"role {tag}", ("read", "write"))
     tenant_key = await make_key(client.app, ("read", "write"), tenant_id=pid)
     await conn.execute("UPDATE api_keys SET role_id = $1 WHERE id = $2", role_id, tenant_key.key.id)

@@ -12,8 +12,12 @@ from service.db.queries import Queries
 from service.http.routing import Endpoint
 from service.repositories.registry import Repositories
 from service.usecases.audit_queries import AuditQueries
+from service.usecases.config_entries import ConfigEntries
 from service.usecases.consents import Consents
+from service.usecases.context import TenantContext
 from service.usecases.deps import Deps
+from service.usecases.encryption_keys import EncryptionKeyRotation
+from service.usecases.permissions import PermissionPolicies
 from service.usecases.region_migration import RegionMigrations
 from service.usecases.retention import Retention
 from service.usecases.tenant_changes import TenantChanges
@@ -36,6 +40,10 @@ TENANT_QUERIES = web.AppKey("tenant_queries", TenantQueries)
 TENANT_CREATION = web.AppKey("tenant_creation", TenantCreation)
 TENANT_CHANGES = web.AppKey("tenant_changes", TenantChanges)
 TENANT_MOVES = web.AppKey("tenant_moves", TenantMoves)
+CONFIG_ENTRIES = web.AppKey("config_entries", ConfigEntries)
+PERMISSION_POLICIES = web.AppKey("permission_policies", PermissionPolicies)
+TENANT_CONTEXT = web.AppKey("tenant_context", TenantContext)
+ENCRYPTION_KEY_ROTATION = web.AppKey("encryption_key_rotation", EncryptionKeyRotation)
 AUDIT_QUERIES = web.AppKey("audit_queries", AuditQueries)
 CONSENTS = web.AppKey("consents", Consents)
 TENANT_EXPORT = web.AppKey("tenant_export", TenantExport)

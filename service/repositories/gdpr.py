@@ -15,15 +15,6 @@ from service.repositories.api_keys import ApiKey
 
 
 @dataclass(frozen=True, slots=True)
-class PermissionRow:
-    key: str
-    value: bool
-    mode: str
-    created_at: datetime
-    updated_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
 class WebhookRow:
     """A webhook as exported: every column but the secrets."""
 
@@ -72,7 +63,6 @@ PURGE_STEPS: tuple[tuple[str, str], ...] = (
 
 
 class GdprRepository(Repository):
-    _permissions = NamedSql("list_permission_policies_for_export")
     _webhooks = NamedSql("list_webhooks_for_export")
     _api_keys = NamedSql("list_api_keys_for_export")
     _roles = NamedSql("list_roles_for_export")
@@ -89,11 +79,6 @@ class GdprRepository(Repository):
     _roles_gone = NamedSql("delete_roles_of_tenants")
     _closure = NamedSql("delete_closure_of_tenants")
     _tenants = NamedSql("delete_tenants")
-
-    async def list_permission_policies_for_export(
-        self, conn: asyncpg.Connection, tenant_id: UUID
-    ) -> list[PermissionRow]:
-        return [PermissionRow(**r) for r in await conn.fetch(self._permissions, tenant_id)]
 
     async def list_webhooks_for_export(
         self, conn: asyncpg.Connection, tenant_id: UUID

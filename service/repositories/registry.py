@@ -10,9 +10,12 @@ from service.repositories.api_keys import ApiKeysRepository
 from service.repositories.audit_logs import AuditLogsRepository
 from service.repositories.config_entries import ConfigEntriesRepository
 from service.repositories.consents import ConsentsRepository
+from service.repositories.context import ContextRepository
+from service.repositories.encryption_keys import EncryptionKeysRepository
 from service.repositories.gdpr import GdprRepository
 from service.repositories.health import HealthRepository
 from service.repositories.outbox import OutboxRepository
+from service.repositories.permissions import PermissionsRepository
 from service.repositories.regions import RegionsRepository
 from service.repositories.retention import RetentionRepository
 from service.repositories.tenants import TenantsRepository
@@ -26,6 +29,9 @@ class Repositories:
     api_keys: ApiKeysRepository
     health: HealthRepository
     migrations: MigrationsRepository
+    permissions: PermissionsRepository
+    context: ContextRepository
+    encryption_keys: EncryptionKeysRepository
     audit_logs: AuditLogsRepository
     consents: ConsentsRepository
     gdpr: GdprRepository
@@ -41,6 +47,9 @@ class Repositories:
             api_keys=ApiKeysRepository(queries),
             health=HealthRepository(queries),
             migrations=MigrationsRepository(queries),
+            permissions=PermissionsRepository(queries),
+            context=ContextRepository(queries),
+            encryption_keys=EncryptionKeysRepository(queries),
             audit_logs=AuditLogsRepository(queries),
             consents=ConsentsRepository(queries),
             gdpr=GdprRepository(queries),

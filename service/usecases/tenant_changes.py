@@ -16,6 +16,7 @@ from service.repositories.config_entries import ConfigEntry, ConfigWrite
 from service.repositories.tenants import Tenant, TenantNode
 from service.representations import SENSITIVE_MASK, opt_str, tenant_json
 from service.schemas.tenants import TenantPatch
+from service.usecases.config_values import same_json
 from service.usecases.deps import Deps
 from service.usecases.merge_patch import merge_patch
 from service.usecases.recording import AuditRecord, Event
@@ -103,6 +104,9 @@ class TenantChanges:
         self, conn: asyncpg.Connection, node: TenantNode, patch: dict[str, Any]
     ) -> list[Event]:
         """Merge the config patch into the tenant's own entries; events for what changed."""
+        # The tenant is locked FOR UPDATE, so its chain of ancestors (and root) is fixed;
+        # the key locks keep a concurrent lock by an ancestor from being missed.
+        await self.config.lock_config_keys(conn, [(node.root_id, key) for key in patch])
         if node.parent_id is not None:
             locked = await self.config.find_locked_config_keys(conn, node.parent_id, list(patch))
             if locked:
@@ -152,7 +156,7 @@ class TenantChanges:
             )
             return ConfigWrite(key, None, token, True)
         merged = merge_patch(entry.value if entry else None, value)
-        if entry is not None and merged == entry.value:
+        if entry is not None and same_json(merged, entry.value):
             return None
         return ConfigWrite(key, merged, None, False)
 

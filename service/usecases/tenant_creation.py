@@ -177,6 +177,17 @@ class TenantCreation:
                 errors[index] = ItemError(
                     index, "CONFLICT", f"a tenant with slug {body.slug!r} already exists", "slug"
                 )
+        # Key locks first (see usecases/entry_writes.py): an ancestor locking one of these
+        # keys at this moment is then seen, never missed.
+        await self.config.lock_config_keys(
+            conn,
+            [
+                (parents[body.parent_id].root_id, key)
+                for index, body in bodies
+                if index not in errors and body.parent_id is not None and body.config
+                for key in body.config
+            ],
+        )
         for index, body in bodies:
             if index in errors or body.parent_id is None or not body.config:
                 continue

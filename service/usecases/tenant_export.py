@@ -2,7 +2,8 @@
 
 Read in one repeatable-read transaction (a single snapshot) that also writes the
 tenant.exported audit entry. Sensitive config values stay masked unless the caller asks
-for them; webhook secrets and key hashes are never exported.
+for them (revealed as the config endpoints reveal them); webhook secrets and key hashes
+are never exported.
 """
 
 from __future__ import annotations
@@ -11,28 +12,25 @@ from typing import Any
 from uuid import UUID
 
 import asyncpg
-import orjson
 
 from service.auth.principal import Actor, Principal
-from service.crypto import PURPOSE_CONFIG, DecryptionError, config_aad
-from service.logs import get_logger
+from service.entry_representations import config_entry_json, permission_json
 from service.repositories.audit_logs import AuditFilter
 from service.repositories.config_entries import ConfigEntry
-from service.representations import SENSITIVE_MASK, api_key_json, tenant_json
+from service.representations import api_key_json, tenant_json
 from service.representations_gdpr import (
     audit_entry_json,
     consent_json,
     exported_webhook_json,
-    permission_json,
     role_json,
 )
 from service.timefmt import iso, utcnow
+from service.usecases.config_values import shown_value
 from service.usecases.deps import Deps
 from service.usecases.recording import AuditRecord
 from service.usecases.tenant_access import visible
 
 FORMAT_VERSION = 1
-log = get_logger("service.export")
 
 
 class TenantExport:
@@ -40,23 +38,17 @@ class TenantExport:
         self.deps = deps
         self.repos = deps.repos
 
-    def _config_value(self, entry: ConfigEntry, reveal: bool) -> Any:
-        if not entry.sensitive:
-            return entry.value
-        if not reveal or entry.encrypted_value is None:
-            return SENSITIVE_MASK
-        try:
-            plain = self.deps.keyring.encryptor.decrypt(
-                entry.encrypted_value,
-                purpose=PURPOSE_CONFIG,
-                aad=config_aad(entry.tenant_id, entry.key),
-            )
-        except DecryptionError:
-            # Never the value or the ciphertext: only which entry could not be read.
-            log.warning("sensitive value not decryptable", tenant_id=str(entry.tenant_id),
-                        key=entry.key)  # fmt: skip
-            return SENSITIVE_MASK
-        return orjson.loads(plain)
+    def _shown(self, entry: ConfigEntry, reveal: bool) -> Any:
+        # A value no configured key opens is a server fault (500), as on the config endpoints.
+        return shown_value(
+            self.deps.keyring.encryptor,
+            tenant_id=entry.tenant_id,
+            key=entry.key,
+            value=entry.value,
+            encrypted_value=entry.encrypted_value,
+            sensitive=entry.sensitive,
+            reveal=reveal,
+        )
 
     async def export(
         self, principal: Principal, actor: Actor, tenant_id: UUID, *, include_secrets: bool
@@ -66,17 +58,7 @@ class TenantExport:
         async def work(conn: asyncpg.Connection) -> dict[str, Any]:
             tenant = visible(principal, await repos.tenants.get_tenant(conn, tenant_id))
             entries = await repos.config.list_config_entries(conn, tenant_id)
-            config = [
-                {
-                    "key": e.key,
-                    "value": self._config_value(e, include_secrets),
-                    "locked": e.locked,
-                    "sensitive": e.sensitive,
-                    "created_at": iso(e.created_at),
-                    "updated_at": iso(e.updated_at),
-                }
-                for e in entries
-            ]
+            config = [config_entry_json(e, self._shown(e, include_secrets)) for e in entries]
             tenant_doc = tenant_json(tenant)
             tenant_doc["config"] = {c["key"]: c["value"] for c in config}
             audit = await repos.audit_logs.list_tenant_audit_logs(
@@ -91,7 +73,7 @@ class TenantExport:
                 "config": config,
                 "permissions": [
                     permission_json(p)
-                    for p in await repos.gdpr.list_permission_policies_for_export(conn, tenant_id)
+                    for p in await repos.permissions.list_permission_policies(conn, tenant_id)
                 ],
                 "consents": [
                     consent_json(c) for c in await repos.consents.list_consents(conn, tenant_id)

@@ -40,3 +40,40 @@ SET value = excluded.value,
 DELETE FROM config_entries
 WHERE tenant_id = $1
   AND key = ANY($2::text[]);
+
+-- name: get_config_entry
+-- One of a tenant's own entries (sensitive ones still encrypted).
+SELECT tenant_id, key, value, encrypted_value, locked, sensitive, created_at, updated_at
+FROM config_entries
+WHERE tenant_id = $1
+  AND key = $2;
+
+-- name: upsert_config_entry
+-- Create or replace one entry whole (value or ciphertext, lock, sensitivity).
+INSERT INTO config_entries (tenant_id, key, value, encrypted_value, locked, sensitive)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (tenant_id, key) DO UPDATE
+SET value = excluded.value,
+    encrypted_value = excluded.encrypted_value,
+    locked = excluded.locked,
+    sensitive = excluded.sensitive,
+    updated_at = now()
+RETURNING tenant_id, key, value, encrypted_value, locked, sensitive, created_at, updated_at;
+
+-- name: delete_config_entry
+-- Remove one entry; returns it (no row: there was none).
+DELETE FROM config_entries
+WHERE tenant_id = $1
+  AND key = $2
+RETURNING tenant_id, key, value, encrypted_value, locked, sensitive, created_at, updated_at;
+
+-- name: lock_config_keys
+-- Serialize writes of the same keys in the same tree until the transaction ends, so a
+-- write below cannot slip past an ancestor that is locking the key at that moment.
+-- Arrays $1 (tree root ids) and $2 (keys); locks are taken in one global order.
+SELECT count(pg_advisory_xact_lock(hashtext('config_entries'), k.lock_key)) AS locked
+FROM (
+    SELECT DISTINCT hashtext(r.root_id::text || '/' || r.key) AS lock_key
+    FROM unnest($1::uuid[], $2::text[]) AS r(root_id, key)
+    ORDER BY 1
+) AS k;

@@ -3,13 +3,6 @@
 -- child tables first so each count is exact; audit entries stay, redacted
 -- (audit_logs.sql).
 
--- name: list_permission_policies_for_export
--- A tenant's own permission policies in key order.
-SELECT key, value, mode, created_at, updated_at
-FROM permission_policies
-WHERE tenant_id = $1
-ORDER BY key;
-
 -- name: list_webhooks_for_export
 -- A tenant's webhooks, without their secrets.
 SELECT id, url, tenant_id, events, description, active, include_descendants,

@@ -1,6 +1,6 @@
-"""Rows for audit, GDPR and retention tests that no endpoint on this branch writes yet
-(sensitive config, permissions, webhooks, deliveries, roles), stored the way the service
-stores them, plus small HTTP helpers."""
+"""Rows for audit, GDPR and retention tests: config and permissions through their
+endpoints; webhooks, deliveries and roles (no endpoint on this branch writes them yet)
+stored the way the service stores them."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ from typing import Any
 from uuid import UUID
 
 import asyncpg
-import orjson
 from aiohttp.test_utils import TestClient
 
-from service.crypto import PURPOSE_CONFIG, PURPOSE_WEBHOOK_SECRET, config_aad, webhook_aad
+from service.crypto import PURPOSE_WEBHOOK_SECRET, webhook_aad
 from service.http.appkeys import KEYRING
 from service.ids import uuid7
 
@@ -22,25 +21,30 @@ async def error_of(resp: Any) -> tuple[int, str]:
 
 
 async def add_sensitive_config(
-    client: TestClient, conn: asyncpg.Connection, tenant_id: str, key: str, value: Any
+    client: TestClient, headers: dict[str, str], tenant_id: str, key: str, value: Any
 ) -> None:
-    token = client.app[KEYRING].encryptor.encrypt(
-        orjson.dumps(value), purpose=PURPOSE_CONFIG, aad=config_aad(tenant_id, key)
+    resp = await client.put(
+        f"/api/v1/tenants/{tenant_id}/config/{key}",
+        json={"value": value, "sensitive": True},
+        headers=headers,
     )
-    await conn.execute(
-        "INSERT INTO config_entries (tenant_id, key, encrypted_value, sensitive) "
-        "VALUES ($1, $2, $3, true)",
-        UUID(tenant_id), key, token,
-    )  # fmt: skip
+    assert resp.status == 201, await resp.json()
 
 
 async def add_permission(
-    conn: asyncpg.Connection, tenant_id: str, key: str, value: bool, mode: str = "INHERIT"
+    client: TestClient,
+    headers: dict[str, str],
+    tenant_id: str,
+    key: str,
+    value: bool,
+    mode: str = "INHERIT",
 ) -> None:
-    await conn.execute(
-        "INSERT INTO permission_policies (tenant_id, key, value, mode) VALUES ($1, $2, $3, $4)",
-        UUID(tenant_id), key, value, mode,
-    )  # fmt: skip
+    resp = await client.put(
+        f"/api/v1/tenants/{tenant_id}/permissions/{key}",
+        json={"value": value, "mode": mode},
+        headers=headers,
+    )
+    assert resp.status == 201, await resp.json()
 
 
 async def add_webhook(
