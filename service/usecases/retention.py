@@ -9,6 +9,7 @@ snapshot) reports what the real run removes. A retention of 0 days means "keep f
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -29,6 +30,14 @@ DEFAULT_TENANT_BATCH_SIZE = 100
 CATEGORIES = ("audit_logs", "webhook_deliveries", "events", "consents", "archived_tenants")
 
 DeleteBatch = Callable[[asyncpg.Connection, datetime, int, Position | None], Awaitable[Batch]]
+
+
+@dataclass(slots=True)
+class Progress:
+    """What a run removed so far, and in how many batches (each its own transaction)."""
+
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0))
+    batches: int = 0
 
 
 def _bound(
@@ -81,14 +90,14 @@ class Retention:
         cutoffs = self.cutoffs(utcnow())
         if dry_run:
             return {"dry_run": True, **await self._count(cutoffs)}
-        counts = dict.fromkeys(CATEGORIES, 0)
+        progress = Progress()
         completed = False
         try:
-            await self._run(actor, cutoffs, counts)
+            await self._run(actor, cutoffs, progress)
             completed = True
         finally:
-            await self._record(actor, cutoffs, counts, completed)
-        return {"dry_run": False, **counts}
+            await self._record(actor, cutoffs, progress, completed)
+        return {"dry_run": False, **progress.counts}
 
     async def _count(self, cutoffs: dict[str, datetime | None]) -> dict[str, int]:
         repo = self.repo
@@ -111,7 +120,7 @@ class Retention:
         return await self.deps.db.transaction(work, isolation="repeatable_read")
 
     async def _run(
-        self, actor: Actor, cutoffs: dict[str, datetime | None], counts: dict[str, int]
+        self, actor: Actor, cutoffs: dict[str, datetime | None], progress: Progress
     ) -> None:
         # Deliveries before events: an event goes only once no delivery refers to it.
         steps: tuple[tuple[str, DeleteBatch], ...] = (
@@ -123,23 +132,25 @@ class Retention:
         for category, delete in steps:
             cutoff = cutoffs[category]
             if cutoff is not None:
-                await self._drain(category, delete, cutoff, counts)
+                await self._drain(category, delete, cutoff, progress)
         tenants_cutoff = cutoffs["archived_tenants"]
         if tenants_cutoff is not None:
             while purged := await self.deps.db.transaction(
                 lambda conn: self._purge_archived_batch(conn, actor, tenants_cutoff)
             ):
-                counts["archived_tenants"] += purged
+                progress.counts["archived_tenants"] += purged
+                progress.batches += 1
 
     async def _drain(
-        self, category: str, delete: DeleteBatch, cutoff: datetime, counts: dict[str, int]
+        self, category: str, delete: DeleteBatch, cutoff: datetime, progress: Progress
     ) -> None:
         after: Position | None = None
         while True:
             batch = await self.deps.db.transaction(_bound(delete, cutoff, self.batch_size, after))
             if batch.deleted == 0:
                 return
-            counts[category] += batch.deleted
+            progress.counts[category] += batch.deleted
+            progress.batches += 1
             after = batch.last
 
     async def _purge_archived_batch(
@@ -179,13 +190,14 @@ class Retention:
         self,
         actor: Actor,
         cutoffs: dict[str, datetime | None],
-        counts: dict[str, int],
+        progress: Progress,
         completed: bool,
     ) -> None:
         changes = {
             "dry_run": False,
             "completed": completed,
-            "counts": counts,
+            "counts": progress.counts,
+            "batches": progress.batches,
             "cutoffs": {k: None if v is None else iso(v) for k, v in cutoffs.items()},
         }
 
