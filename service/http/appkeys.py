@@ -10,8 +10,12 @@ from service.crypto import KeyRing
 from service.db.pool import Database
 from service.db.queries import Queries
 from service.http.routing import Endpoint
+from service.ratelimit.limiter import RateLimiter
 from service.repositories.registry import Repositories
+from service.usecases.api_key_commands import ApiKeyCommands
+from service.usecases.api_key_queries import ApiKeyQueries
 from service.usecases.deps import Deps
+from service.usecases.role_management import RoleManagement
 from service.usecases.tenant_changes import TenantChanges
 from service.usecases.tenant_creation import TenantCreation
 from service.usecases.tenant_moves import TenantMoves
@@ -29,3 +33,7 @@ TENANT_QUERIES = web.AppKey("tenant_queries", TenantQueries)
 TENANT_CREATION = web.AppKey("tenant_creation", TenantCreation)
 TENANT_CHANGES = web.AppKey("tenant_changes", TenantChanges)
 TENANT_MOVES = web.AppKey("tenant_moves", TenantMoves)
+RATE_LIMITER = web.AppKey("rate_limiter", RateLimiter)
+API_KEY_COMMANDS = web.AppKey("api_key_commands", ApiKeyCommands)
+API_KEY_QUERIES = web.AppKey("api_key_queries", ApiKeyQueries)
+ROLE_MANAGEMENT = web.AppKey("role_management", RoleManagement)

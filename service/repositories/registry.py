@@ -10,6 +10,7 @@ from service.repositories.api_keys import ApiKeysRepository
 from service.repositories.config_entries import ConfigEntriesRepository
 from service.repositories.health import HealthRepository
 from service.repositories.outbox import OutboxRepository
+from service.repositories.roles import RolesRepository
 from service.repositories.tenants import TenantsRepository
 
 
@@ -21,6 +22,7 @@ class Repositories:
     api_keys: ApiKeysRepository
     health: HealthRepository
     migrations: MigrationsRepository
+    roles: RolesRepository
 
     @classmethod
     def build(cls, queries: Queries) -> Repositories:
@@ -31,4 +33,5 @@ class Repositories:
             api_keys=ApiKeysRepository(queries),
             health=HealthRepository(queries),
             migrations=MigrationsRepository(queries),
+            roles=RolesRepository(queries),
         )
