@@ -312,6 +312,11 @@ async def test_expired_key_is_refused_even_when_cached(client, admin) -> None:
     assert body["status"] == "expired"
     status, body = await call(client, "POST", f"/api/v1/api-keys/{created['id']}/rotate", admin)
     assert (status, error_code(body)) == (409, "API_KEY_REVOKED")
+    # An expired key can be given a new expiry, and works again at once.
+    status, body = await call(client, "PATCH", f"/api/v1/api-keys/{created['id']}", admin,
+                              {"expires_at": iso_in(3600)})  # fmt: skip
+    assert (status, body["status"]) == (200, "active")
+    assert (await call(client, "GET", "/api/v1/tenants", as_key(created)))[0] == 200
 
 
 async def test_dormant_lists_keys_unused_for_days(client, admin, db_conn) -> None:
