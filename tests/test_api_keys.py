@@ -270,7 +270,7 @@ async def test_rotate_with_grace(client, admin) -> None:
     old = await create_key(client, admin, scopes=["read"])
     status, new = await call(
         client, "POST", f"/api/v1/api-keys/{old['id']}/rotate", admin,
-        {"grace_period_seconds": 2},
+        {"grace_period_seconds": 3},
     )  # fmt: skip
     assert status == 201, new
     # During the grace period both keys work and the old one still shows as active.
@@ -302,7 +302,7 @@ async def test_rotate_body_validation(client, admin) -> None:
 
 
 async def test_expired_key_is_refused_even_when_cached(client, admin) -> None:
-    created = await create_key(client, admin, expires_at=iso_in(1.0))
+    created = await create_key(client, admin, expires_at=iso_in(2.0))
     assert (await call(client, "GET", "/api/v1/tenants", as_key(created)))[0] == 200
     expires = datetime.fromisoformat(created["expires_at"])
     await asyncio.sleep(max(0.0, (expires - datetime.now(UTC)).total_seconds()) + 0.05)

@@ -126,7 +126,7 @@ class KeyChangeListener:
                 return
             try:
                 await asyncio.wait_for(self.ping(conn), PING_TIMEOUT_SECONDS)
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError):
+            except Exception:  # whatever the failure, a fresh connection is the cure
                 return
 
     def _notified(self, _conn: object, _pid: int, _channel: str, payload: object) -> None:
