@@ -14,18 +14,30 @@ from service.crypto import Encryptor, KeyRing
 from service.db.migrations import load_migrations
 from service.db.pool import Database, connect
 from service.db.queries import Queries
-from service.handlers import config, context, encryption_keys, health, tenants
+from service.handlers import (
+    api_keys,
+    config,
+    context,
+    encryption_keys,
+    health,
+    roles,
+    tenants,
+)
 from service.http import appkeys as keys
 from service.http.middleware import authenticate, request_context
 from service.http.routing import Api, register
 from service.logs import get_logger
+from service.ratelimit.limiter import RateLimiter
 from service.repositories.registry import Repositories
+from service.usecases.api_key_commands import ApiKeyCommands
+from service.usecases.api_key_queries import ApiKeyQueries
 from service.usecases.config_entries import ConfigEntries
 from service.usecases.context import TenantContext
 from service.usecases.deps import Deps
 from service.usecases.encryption_keys import EncryptionKeyRotation
 from service.usecases.permissions import PermissionPolicies
 from service.usecases.recording import ChangeRecorder
+from service.usecases.role_management import RoleManagement
 from service.usecases.tenant_changes import TenantChanges
 from service.usecases.tenant_creation import TenantCreation
 from service.usecases.tenant_moves import TenantMoves
@@ -36,7 +48,15 @@ BOOTSTRAP_KEY = web.AppKey("bootstrap_key", bool)
 
 
 def apis() -> list[Api]:
-    return [health.api, tenants.api, config.api, context.api, encryption_keys.api]
+    return [
+        health.api,
+        tenants.api,
+        config.api,
+        context.api,
+        encryption_keys.api,
+        api_keys.api,
+        roles.api,
+    ]
 
 
 def create_app(settings: Settings, *, bootstrap_key: bool = False) -> web.Application:
@@ -59,7 +79,13 @@ def create_app(settings: Settings, *, bootstrap_key: bool = False) -> web.Applic
     app[keys.MIGRATION_HEAD] = max((m.version for m in load_migrations()), default=0)
     app[keys.KEYRING] = keyring
     app[keys.DEPS] = deps
-    app[keys.AUTHENTICATOR] = Authenticator(settings, database, repos.api_keys)
+    limiter = RateLimiter(settings)
+    authenticator = Authenticator(settings, database, repos.api_keys, limiter, repos.health.ping)
+    app[keys.RATE_LIMITER] = limiter
+    app[keys.AUTHENTICATOR] = authenticator
+    app[keys.API_KEY_COMMANDS] = ApiKeyCommands(deps, authenticator.cache)
+    app[keys.API_KEY_QUERIES] = ApiKeyQueries(deps)
+    app[keys.ROLE_MANAGEMENT] = RoleManagement(deps, authenticator.cache)
     app[keys.TENANT_QUERIES] = TenantQueries(deps)
     app[keys.TENANT_CREATION] = TenantCreation(deps)
     app[keys.TENANT_CHANGES] = TenantChanges(deps)
@@ -71,6 +97,7 @@ def create_app(settings: Settings, *, bootstrap_key: bool = False) -> web.Applic
     app[BOOTSTRAP_KEY] = bootstrap_key
     app[keys.ENDPOINTS] = register(app, apis())
     app.cleanup_ctx.append(_database_lifecycle)
+    app.cleanup_ctx.append(_auth_lifecycle)
     return app
 
 
@@ -89,3 +116,17 @@ async def _database_lifecycle(app: web.Application) -> AsyncIterator[None]:
     finally:
         await app[keys.DATABASE].close()
         log.info("database closed")
+
+
+async def _auth_lifecycle(app: web.Application) -> AsyncIterator[None]:
+    """The key-change listener, the last_used_at writer and the Redis client: started
+    after the database, stopped before it closes (pending usage is written first)."""
+    settings = app[keys.SETTINGS]
+    assert settings.database_url is not None
+    authenticator = app[keys.AUTHENTICATOR]
+    await authenticator.start(settings.database_url)
+    try:
+        yield
+    finally:
+        await authenticator.stop()
+        await app[keys.RATE_LIMITER].close()
