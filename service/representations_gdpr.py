@@ -10,7 +10,7 @@ from typing import Any
 
 from service.repositories.audit_logs import AuditEntry
 from service.repositories.consents import Consent
-from service.repositories.gdpr import RoleRow, WebhookRow
+from service.repositories.gdpr import WebhookRow
 from service.representations import opt_str
 from service.timefmt import iso, iso_or_none
 
@@ -58,16 +58,4 @@ def exported_webhook_json(w: WebhookRow) -> dict[str, Any]:
         "include_descendants": w.include_descendants,
         "created_at": iso(w.created_at),
         "updated_at": iso(w.updated_at),
-    }
-
-
-def role_json(r: RoleRow, tenant_id: object) -> dict[str, Any]:
-    return {
-        "id": str(r.id),
-        "name": r.name,
-        "description": r.description,
-        "scopes": r.scopes,
-        "tenant_id": opt_str(tenant_id),
-        "created_at": iso(r.created_at),
-        "updated_at": iso(r.updated_at),
     }

@@ -1,5 +1,6 @@
-"""Every mutating (or audited) endpoint leaves exactly one audit entry, with the right
-action, actor and resource, in the same request.
+"""Every mutating (or audited) endpoint leaves exactly one audit entry (one per changed
+resource: a rotation also records the new key), with the right action, actor and
+resource, in the same request.
 
 One row per endpoint. Another area adds its endpoints as more rows: a row names the
 request (paths and bodies may use the world's values) and the entry it must leave.
@@ -34,6 +35,9 @@ class Case:
     tenant_id: Value  # (world, response body) -> the expected tenant_id
     body: Callable[[World], Any] | None = None
     status: int = 200
+    # Other resources the same request changes, each with its own entry (as batch create
+    # writes one per tenant): their actions.
+    also: tuple[str, ...] = ()
 
 
 def world_id(name: str) -> Value:
@@ -99,6 +103,27 @@ CASES = [
          "maintenance.encryption_key_rotated", "encryption_key", nothing, nothing,
          body=lambda w: {"old_key": ENCRYPTION_KEY,
                          "new_key": base64.b64encode(secrets.token_bytes(32)).decode()}),
+    # API keys and roles (issue 3)
+    Case("POST", "/api/v1/api-keys", "api_key.created", "api_key", body_id, world_id("tenant"),
+         body=lambda w: {"name": "made", "tenant_id": w["tenant"]}, status=201),
+    Case("PATCH", "/api/v1/api-keys/{key}", "api_key.updated", "api_key",
+         world_id("key"), world_id("tenant"), body=lambda w: {"name": "renamed"}),
+    Case("DELETE", "/api/v1/api-keys/{key}", "api_key.revoked", "api_key",
+         world_id("key"), world_id("tenant"), status=204),
+    Case("POST", "/api/v1/api-keys/{key}/rotate", "api_key.rotated", "api_key",
+         world_id("key"), world_id("tenant"), body=lambda w: {}, status=201,
+         also=("api_key.created",)),
+    Case("PUT", "/api/v1/api-keys/{key}/role", "role.assigned", "api_key",
+         world_id("key"), world_id("tenant"), body=lambda w: {"role_id": w["role"]}),
+    Case("DELETE", "/api/v1/api-keys/{role_key}/role", "role.removed", "api_key",
+         world_id("role_key"), world_id("tenant")),
+    Case("POST", "/api/v1/roles", "role.created", "role", body_id, world_id("tenant"),
+         body=lambda w: {"name": "made", "scopes": ["read"], "tenant_id": w["tenant"]},
+         status=201),
+    Case("PATCH", "/api/v1/roles/{role}", "role.updated", "role",
+         world_id("role"), world_id("tenant"), body=lambda w: {"description": "changed"}),
+    Case("DELETE", "/api/v1/roles/{role}", "role.deleted", "role",
+         world_id("role"), world_id("tenant"), status=204),
 ]  # fmt: skip
 
 
@@ -122,9 +147,25 @@ async def make_world(client: TestClient, headers: dict[str, str]) -> World:
         f"/api/v1/tenants/{tenant['id']}/consent", json={"purpose": "newsletter"}, headers=headers
     )
     consent = await resp.json()
+    resp = await client.post(
+        "/api/v1/roles", json={"name": "viewers", "scopes": ["read"], "tenant_id": tenant["id"]},
+        headers=headers,
+    )  # fmt: skip
+    role = await resp.json()
+    keys = []
+    for name in ("plain", "with role"):
+        resp = await client.post(
+            "/api/v1/api-keys", json={"name": name, "tenant_id": tenant["id"]}, headers=headers
+        )
+        keys.append(await resp.json())
+    resp = await client.put(
+        f"/api/v1/api-keys/{keys[1]['id']}/role", json={"role_id": role["id"]}, headers=headers
+    )
+    assert resp.status == 200
     return {
         "root": root["id"], "tenant": tenant["id"], "leaf": leaf["id"],
         "leaf_slug": leaf["slug"], "archived": archived["id"], "consent": consent["id"],
+        "role": role["id"], "key": keys[0]["id"], "role_key": keys[1]["id"],
     }  # fmt: skip
 
 
@@ -144,9 +185,11 @@ async def test_each_mutating_endpoint_leaves_exactly_one_entry(
     )
     body = None if resp.status == 204 else await resp.json()
     assert resp.status == case.status, body
-    rows = await db_conn.fetch("SELECT * FROM audit_logs WHERE request_id = $1", request_id)
-    assert len(rows) == 1, [dict(r) for r in rows]
-    [entry] = rows
+    rows = await db_conn.fetch(
+        "SELECT * FROM audit_logs WHERE request_id = $1 ORDER BY id", request_id
+    )
+    assert sorted(r["action"] for r in rows) == sorted([case.action, *case.also])
+    [entry] = [r for r in rows if r["action"] == case.action]
     expected_tenant = case.tenant_id(world, body)
     assert {
         "action": entry["action"],

@@ -14,6 +14,7 @@ from tests.support.gdpr import (
     add_role,
     add_sensitive_config,
     add_webhook,
+    assign_role,
     error_of,
 )
 from tests.support.keys import key_headers, make_key
@@ -32,10 +33,10 @@ async def build_tenant(client: TestClient, admin: dict[str, str], db_conn: Any) 
     tid = tenant["id"]
     await add_sensitive_config(client, admin, tid, "db_password", {"pw": DB_PASSWORD})
     await add_permission(client, admin, tid, "billing.view", True, "LOCKED")
-    role_id = await add_role(db_conn, tid, "auditors")
+    role_id = await add_role(client, admin, tid, "auditors")
     webhook_id = await add_webhook(client, db_conn, tid, secret=WEBHOOK_SECRET)
     key = await make_key(client.app, ("read",), tenant_id=tid, name="tenant key")
-    await db_conn.execute("UPDATE api_keys SET role_id = $1 WHERE id = $2", role_id, key.key.id)
+    await assign_role(client, admin, key.key.id, role_id)
     resp = await client.post(
         f"/api/v1/tenants/{tid}/consent", json={"purpose": "analytics"}, headers=admin
     )
@@ -84,8 +85,8 @@ async def test_export_holds_everything_with_secrets_masked(client: TestClient, a
     trail = await get_json(client, f"/api/v1/audit-logs?tenant_id={tid}&limit=100", admin)
     assert doc["audit_logs"] == trail[1:]  # trail[0] is the tenant.exported entry itself
     assert [e["action"] for e in doc["audit_logs"]][::-1] == [
-        "tenant.created", "config.updated", "permission.created", "api_key.created",
-        "consent.granted",
+        "tenant.created", "config.updated", "permission.created", "role.created",
+        "api_key.created", "role.assigned", "consent.granted",
     ]  # fmt: skip
     [webhook] = doc["webhooks"]
     assert webhook == {

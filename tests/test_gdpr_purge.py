@@ -18,6 +18,7 @@ from tests.support.gdpr import (
     add_role,
     add_sensitive_config,
     add_webhook,
+    assign_role,
     error_of,
     events_of,
 )
@@ -76,9 +77,9 @@ async def build_world(client: TestClient, admin: dict[str, str], conn: Any) -> d
     purged = await resp.json()
     await add_sensitive_config(client, admin, pid, "api_token", f"token-{tag}")
     await add_permission(client, admin, pid, "exports", True, "LOCKED")
-    role_id = await add_role(conn, pid, f"role {tag}", ("read", "write"))
+    role_id = await add_role(client, admin, pid, f"role {tag}", ("read", "write"))
     tenant_key = await make_key(client.app, ("read", "write"), tenant_id=pid)
-    await conn.execute("UPDATE api_keys SET role_id = $1 WHERE id = $2", role_id, tenant_key.key.id)
+    await assign_role(client, admin, tenant_key.key.id, role_id)
     scoped = {"X-API-Key": tenant_key.plaintext}
     for purpose in ("marketing", "analytics"):
         resp = await client.post(

@@ -11,7 +11,6 @@ from uuid import UUID
 import asyncpg
 
 from service.db.repository import NamedSql, Repository
-from service.repositories.api_keys import ApiKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,13 +29,12 @@ class WebhookRow:
 
 
 @dataclass(frozen=True, slots=True)
-class RoleRow:
-    id: UUID
-    name: str
-    description: str
-    scopes: list[str]
-    created_at: datetime
-    updated_at: datetime
+class PurgedRows:
+    """Rows deleted per table, and the credentials among them (for the key cache)."""
+
+    counts: dict[str, int]
+    api_key_ids: list[UUID]
+    role_ids: list[UUID]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +62,6 @@ PURGE_STEPS: tuple[tuple[str, str], ...] = (
 
 class GdprRepository(Repository):
     _webhooks = NamedSql("list_webhooks_for_export")
-    _api_keys = NamedSql("list_api_keys_for_export")
-    _roles = NamedSql("list_roles_for_export")
     _lock_subtree = NamedSql("lock_subtree_for_purge")
     _mentioning = NamedSql("find_events_mentioning_tenants")
     _replace_payloads = NamedSql("replace_event_payloads")
@@ -84,21 +80,6 @@ class GdprRepository(Repository):
         self, conn: asyncpg.Connection, tenant_id: UUID
     ) -> list[WebhookRow]:
         return [WebhookRow(**r) for r in await conn.fetch(self._webhooks, tenant_id)]
-
-    async def list_api_keys_for_export(
-        self, conn: asyncpg.Connection, tenant_id: UUID
-    ) -> list[tuple[ApiKey, list[str] | None]]:
-        """Keys with the scopes of their role (None without one)."""
-        rows = await conn.fetch(self._api_keys, tenant_id)
-        return [
-            (ApiKey(**{k: v for k, v in r.items() if k != "role_scopes"}), r["role_scopes"])
-            for r in rows
-        ]
-
-    async def list_roles_for_export(
-        self, conn: asyncpg.Connection, tenant_id: UUID
-    ) -> list[RoleRow]:
-        return [RoleRow(**r) for r in await conn.fetch(self._roles, tenant_id)]
 
     async def lock_subtree_for_purge(self, conn: asyncpg.Connection, tenant_id: UUID) -> list[UUID]:
         return [r["id"] for r in await conn.fetch(self._lock_subtree, tenant_id)]
@@ -119,11 +100,16 @@ class GdprRepository(Repository):
 
     async def delete_rows_of_tenants(
         self, conn: asyncpg.Connection, tenant_ids: Sequence[UUID]
-    ) -> dict[str, int]:
-        """Every row of these tenants, table by table (PURGE_STEPS); counts per table."""
+    ) -> PurgedRows:
+        """Every row of these tenants, table by table (PURGE_STEPS)."""
         ids = list(tenant_ids)
         counts: dict[str, int] = {}
+        removed: dict[str, list[UUID]] = {}
         for label, attribute in PURGE_STEPS:
             sql: str = getattr(self, attribute)
-            counts[label] = int(await conn.fetchval(sql, ids))
-        return counts
+            row = await conn.fetchrow(sql, ids)
+            assert row is not None
+            counts[label] = int(row["deleted"])
+            if "ids" in row.keys():  # noqa: SIM118 - a Record is also a sequence
+                removed[label] = list(row["ids"])
+        return PurgedRows(counts, removed["api_keys"], removed["roles"])

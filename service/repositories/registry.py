@@ -18,6 +18,7 @@ from service.repositories.outbox import OutboxRepository
 from service.repositories.permissions import PermissionsRepository
 from service.repositories.regions import RegionsRepository
 from service.repositories.retention import RetentionRepository
+from service.repositories.roles import RolesRepository
 from service.repositories.tenants import TenantsRepository
 
 
@@ -32,6 +33,7 @@ class Repositories:
     permissions: PermissionsRepository
     context: ContextRepository
     encryption_keys: EncryptionKeysRepository
+    roles: RolesRepository
     audit_logs: AuditLogsRepository
     consents: ConsentsRepository
     gdpr: GdprRepository
@@ -50,6 +52,7 @@ class Repositories:
             permissions=PermissionsRepository(queries),
             context=ContextRepository(queries),
             encryption_keys=EncryptionKeysRepository(queries),
+            roles=RolesRepository(queries),
             audit_logs=AuditLogsRepository(queries),
             consents=ConsentsRepository(queries),
             gdpr=GdprRepository(queries),

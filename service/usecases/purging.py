@@ -16,7 +16,8 @@ from uuid import UUID
 
 import asyncpg
 
-from service.repositories.gdpr import EventPayload
+from service.auth.key_cache import KeyCache
+from service.repositories.gdpr import EventPayload, PurgedRows
 from service.repositories.registry import Repositories
 
 
@@ -33,9 +34,10 @@ def without_mentions(value: Any, ids: frozenset[str]) -> Any:
 
 async def purge_tenant_rows(
     conn: asyncpg.Connection, repos: Repositories, tenant_ids: Sequence[UUID]
-) -> dict[str, int]:
+) -> PurgedRows:
     """Delete the tenants and everything they own; counts per kind of row."""
-    counts = await repos.gdpr.delete_rows_of_tenants(conn, tenant_ids)
+    purged = await repos.gdpr.delete_rows_of_tenants(conn, tenant_ids)
+    counts = purged.counts
     names = frozenset(str(i) for i in tenant_ids)
     mentions = await repos.gdpr.find_events_mentioning_tenants(conn, tenant_ids)
     await repos.gdpr.replace_event_payloads(
@@ -45,4 +47,13 @@ async def purge_tenant_rows(
     counts["audit_logs_redacted"] = await repos.audit_logs.redact_audit_logs_of_tenants(
         conn, tenant_ids
     )
-    return counts
+    return purged
+
+
+def forget_credentials(cache: KeyCache, purged: PurgedRows) -> None:
+    """After commit: this process stops trusting the deleted keys and roles at once
+    (other processes hear migration 0006's triggers)."""
+    for key_id in purged.api_key_ids:
+        cache.invalidate_key(key_id)
+    for role_id in purged.role_ids:
+        cache.invalidate_role(role_id)

@@ -15,13 +15,15 @@ from typing import Any
 
 import asyncpg
 
+from service.auth.key_cache import KeyCache
 from service.auth.principal import Actor, Principal
 from service.errors import RetryTransaction, ServiceError
+from service.repositories.gdpr import PurgedRows
 from service.repositories.retention import Batch, Position
 from service.repositories.tenants import root_of
 from service.timefmt import iso, utcnow
 from service.usecases.deps import Deps
-from service.usecases.purging import purge_tenant_rows
+from service.usecases.purging import forget_credentials, purge_tenant_rows
 from service.usecases.recording import AuditRecord
 
 DEFAULT_BATCH_SIZE = 1000
@@ -55,11 +57,13 @@ class Retention:
     def __init__(
         self,
         deps: Deps,
+        cache: KeyCache,
         *,
         batch_size: int = DEFAULT_BATCH_SIZE,
         tenant_batch_size: int = DEFAULT_TENANT_BATCH_SIZE,
     ) -> None:
         self.deps = deps
+        self.cache = cache
         self.repo = deps.repos.retention
         self.batch_size = batch_size
         self.tenant_batch_size = tenant_batch_size
@@ -135,10 +139,14 @@ class Retention:
                 await self._drain(category, delete, cutoff, progress)
         tenants_cutoff = cutoffs["archived_tenants"]
         if tenants_cutoff is not None:
-            while purged := await self.deps.db.transaction(
-                lambda conn: self._purge_archived_batch(conn, actor, tenants_cutoff)
-            ):
-                progress.counts["archived_tenants"] += purged
+            while True:
+                purged = await self.deps.db.transaction(
+                    lambda conn: self._purge_archived_batch(conn, actor, tenants_cutoff)
+                )
+                if purged is None:
+                    break
+                forget_credentials(self.cache, purged)
+                progress.counts["archived_tenants"] += purged.counts["tenants"]
                 progress.batches += 1
 
     async def _drain(
@@ -155,21 +163,21 @@ class Retention:
 
     async def _purge_archived_batch(
         self, conn: asyncpg.Connection, actor: Actor, cutoff: datetime
-    ) -> int:
+    ) -> PurgedRows | None:
         """Purge up to one batch of expired archived tenants without children (a parent
-        becomes childless, and goes, in a later batch)."""
+        becomes childless, and goes, in a later batch); None when none is left."""
         found = await self.repo.find_expired_archived_leaves(conn, cutoff, self.tenant_batch_size)
         if not found:
-            return 0
+            return None
         roots = sorted({root_of(c.ancestry_path) for c in found})
         await self.deps.repos.tenants.lock_tree_roots_exclusive(conn, roots)
         locked = await self.repo.lock_expired_archived_leaves(conn, cutoff, [c.id for c in found])
         if any(root_of(c.ancestry_path) not in roots for c in locked):
             raise RetryTransaction  # a move changed a tree before we locked it
         if not locked:
-            return 0
+            return None
         ids = [c.id for c in locked]
-        await purge_tenant_rows(conn, self.deps.repos, ids)
+        purged = await purge_tenant_rows(conn, self.deps.repos, ids)
         await self.deps.recorder.record(
             conn,
             actor,
@@ -184,7 +192,7 @@ class Retention:
                 for tenant_id in ids
             ],
         )
-        return len(ids)
+        return purged
 
     async def _record(
         self,

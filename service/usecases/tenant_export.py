@@ -15,15 +15,11 @@ import asyncpg
 
 from service.auth.principal import Actor, Principal
 from service.entry_representations import config_entry_json, permission_json
+from service.repositories.api_keys import StoredKey
 from service.repositories.audit_logs import AuditFilter
 from service.repositories.config_entries import ConfigEntry
-from service.representations import api_key_json, tenant_json
-from service.representations_gdpr import (
-    audit_entry_json,
-    consent_json,
-    exported_webhook_json,
-    role_json,
-)
+from service.representations import role_json, stored_key_json, tenant_json
+from service.representations_gdpr import audit_entry_json, consent_json, exported_webhook_json
 from service.timefmt import iso, utcnow
 from service.usecases.config_values import shown_value
 from service.usecases.deps import Deps
@@ -31,6 +27,7 @@ from service.usecases.recording import AuditRecord
 from service.usecases.tenant_access import visible
 
 FORMAT_VERSION = 1
+KEY_PAGE = 1000
 
 
 class TenantExport:
@@ -50,6 +47,20 @@ class TenantExport:
             reveal=reveal,
         )
 
+    async def _all_keys(self, conn: asyncpg.Connection, tenant_id: UUID) -> list[StoredKey]:
+        """Every key of the tenant, revoked ones included, a keyset page at a time."""
+        keys: list[StoredKey] = []
+        cursor: UUID | None = None
+        while True:
+            page = await self.repos.api_keys.list_api_keys(
+                conn, tenant_id=tenant_id, subtree_of=None, include_revoked=True,
+                cursor=cursor, limit=KEY_PAGE,
+            )  # fmt: skip
+            keys += page
+            if len(page) < KEY_PAGE:
+                return keys
+            cursor = page[-1].key.id
+
     async def export(
         self, principal: Principal, actor: Actor, tenant_id: UUID, *, include_secrets: bool
     ) -> dict[str, Any]:
@@ -64,30 +75,23 @@ class TenantExport:
             audit = await repos.audit_logs.list_tenant_audit_logs(
                 conn, tenant_id, AuditFilter(), cursor=None, limit=None
             )
-            keys = await repos.gdpr.list_api_keys_for_export(conn, tenant_id)
+            permissions = await repos.permissions.list_permission_policies(conn, tenant_id)
+            consents = await repos.consents.list_consents(conn, tenant_id)
+            webhooks = await repos.gdpr.list_webhooks_for_export(conn, tenant_id)
+            keys = await self._all_keys(conn, tenant_id)
+            roles = await repos.roles.list_roles(conn, tenant_id=tenant_id, subtree_of=None)
             children = await repos.tenants.list_children(conn, tenant_id, status="all")
             document = {
                 "format_version": FORMAT_VERSION,
                 "exported_at": iso(utcnow()),
                 "tenant": tenant_doc,
                 "config": config,
-                "permissions": [
-                    permission_json(p)
-                    for p in await repos.permissions.list_permission_policies(conn, tenant_id)
-                ],
-                "consents": [
-                    consent_json(c) for c in await repos.consents.list_consents(conn, tenant_id)
-                ],
+                "permissions": [permission_json(p) for p in permissions],
+                "consents": [consent_json(c) for c in consents],
                 "audit_logs": [audit_entry_json(e) for e in audit],
-                "webhooks": [
-                    exported_webhook_json(w)
-                    for w in await repos.gdpr.list_webhooks_for_export(conn, tenant_id)
-                ],
-                "api_keys": [api_key_json(k, role_scopes=scopes) for k, scopes in keys],
-                "roles": [
-                    role_json(r, tenant_id)
-                    for r in await repos.gdpr.list_roles_for_export(conn, tenant_id)
-                ],
+                "webhooks": [exported_webhook_json(w) for w in webhooks],
+                "api_keys": [stored_key_json(k) for k in keys],
+                "roles": [role_json(r) for r in roles],
                 "children": [
                     {"id": str(c.id), "slug": c.slug, "name": c.name, "status": c.status}
                     for c in children

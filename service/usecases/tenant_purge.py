@@ -8,11 +8,13 @@ from uuid import UUID
 
 import asyncpg
 
+from service.auth.key_cache import KeyCache
 from service.auth.principal import Actor, Principal
 from service.errors import RetryTransaction, ServiceError, validation_error
+from service.repositories.gdpr import PurgedRows
 from service.schemas.tenant_admin import PurgeBody
 from service.usecases.deps import Deps
-from service.usecases.purging import purge_tenant_rows
+from service.usecases.purging import forget_credentials, purge_tenant_rows
 from service.usecases.recording import AuditRecord
 from service.usecases.tenant_access import visible
 
@@ -20,13 +22,18 @@ from service.usecases.tenant_access import visible
 @dataclass(frozen=True, slots=True)
 class PurgeResult:
     tenant_id: UUID
-    counts: dict[str, int]
+    purged: PurgedRows
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return self.purged.counts
 
 
 class TenantPurge:
-    def __init__(self, deps: Deps) -> None:
+    def __init__(self, deps: Deps, cache: KeyCache) -> None:
         self.deps = deps
         self.tenants = deps.repos.tenants
+        self.cache = cache
 
     async def purge(
         self, principal: Principal, actor: Actor, tenant_id: UUID, body: PurgeBody
@@ -51,7 +58,7 @@ class TenantPurge:
                     "send cascade: true",
                 )
             ids = await self.deps.repos.gdpr.lock_subtree_for_purge(conn, tenant_id)
-            counts = await purge_tenant_rows(conn, self.deps.repos, ids)
+            purged = await purge_tenant_rows(conn, self.deps.repos, ids)
             await self.deps.recorder.record(
                 conn,
                 actor,
@@ -61,9 +68,11 @@ class TenantPurge:
                     tenant_id,
                     tenant_id,
                     # Only counts: the purged tenant's data must not survive in the log.
-                    {"redacted": True, "cascade": body.cascade, "counts": counts},
+                    {"redacted": True, "cascade": body.cascade, "counts": purged.counts},
                 ),
             )
-            return PurgeResult(tenant_id, counts)
+            return PurgeResult(tenant_id, purged)
 
-        return await self.deps.db.transaction(work)
+        result = await self.deps.db.transaction(work)
+        forget_credentials(self.cache, result.purged)
+        return result

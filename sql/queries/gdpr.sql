@@ -11,24 +11,6 @@ FROM webhooks
 WHERE tenant_id = $1
 ORDER BY id;
 
--- name: list_api_keys_for_export
--- A tenant's API keys (never their hashes), with the scopes of their roles.
-SELECT k.id, k.tenant_id, k.name, k.prefix, k.environment, k.scopes, k.role_id,
-       k.rate_limit_max, k.rate_limit_window, k.rate_limit_window_seconds, k.created_at,
-       k.last_used_at, k.expires_at, k.revoked_at, k.rotated_from,
-       r.scopes AS role_scopes
-FROM api_keys k
-LEFT JOIN roles r ON r.id = k.role_id
-WHERE k.tenant_id = $1
-ORDER BY k.id;
-
--- name: list_roles_for_export
--- The roles a tenant defined.
-SELECT id, name, description, scopes, created_at, updated_at
-FROM roles
-WHERE tenant_id = $1
-ORDER BY id;
-
 -- name: lock_subtree_for_purge
 -- Lock every tenant of $1's subtree for update, in id order; returns their ids.
 -- Writers that lock a tenant row (PATCH, config) finish first or find it gone.
@@ -121,23 +103,24 @@ SELECT count(*) AS deleted
 FROM gone;
 
 -- name: delete_api_keys_of_tenants
--- The purged tenants' API keys.
+-- The purged tenants' API keys; with their ids (the key cache drops them at once).
 WITH gone AS (
     DELETE FROM api_keys
     WHERE tenant_id = ANY($1::uuid[])
-    RETURNING 1
+    RETURNING id
 )
-SELECT count(*) AS deleted
+SELECT count(*) AS deleted, coalesce(array_agg(id), '{}'::uuid[]) AS ids
 FROM gone;
 
 -- name: delete_roles_of_tenants
--- The purged tenants' roles (keys elsewhere holding one fall back to their own scopes).
+-- The purged tenants' roles (keys elsewhere holding one fall back to their own scopes);
+-- with their ids (the key cache drops keys holding them at once).
 WITH gone AS (
     DELETE FROM roles
     WHERE tenant_id = ANY($1::uuid[])
-    RETURNING 1
+    RETURNING id
 )
-SELECT count(*) AS deleted
+SELECT count(*) AS deleted, coalesce(array_agg(id), '{}'::uuid[]) AS ids
 FROM gone;
 
 -- name: delete_closure_of_tenants

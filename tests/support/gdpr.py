@@ -1,6 +1,6 @@
-"""Rows for audit, GDPR and retention tests: config and permissions through their
-endpoints; webhooks, deliveries and roles (no endpoint on this branch writes them yet)
-stored the way the service stores them."""
+"""Rows for audit, GDPR and retention tests: config, permissions and roles through their
+endpoints; webhooks and deliveries (no endpoint on this branch writes them yet) stored
+the way the service stores them."""
 
 from __future__ import annotations
 
@@ -88,14 +88,29 @@ async def add_delivery(
 
 
 async def add_role(
-    conn: asyncpg.Connection, tenant_id: str | None, name: str, scopes: tuple[str, ...] = ("read",)
-) -> UUID:
-    role_id = uuid7()
-    await conn.execute(
-        "INSERT INTO roles (id, tenant_id, name, scopes) VALUES ($1, $2, $3, $4)",
-        role_id, None if tenant_id is None else UUID(tenant_id), name, list(scopes),
-    )  # fmt: skip
-    return role_id
+    client: TestClient,
+    headers: dict[str, str],
+    tenant_id: str | None,
+    name: str,
+    scopes: tuple[str, ...] = ("read",),
+) -> str:
+    resp = await client.post(
+        "/api/v1/roles",
+        json={"name": name, "scopes": list(scopes), "tenant_id": tenant_id},
+        headers=headers,
+    )
+    body = await resp.json()
+    assert resp.status == 201, body
+    return str(body["id"])
+
+
+async def assign_role(
+    client: TestClient, headers: dict[str, str], key_id: object, role_id: str
+) -> None:
+    resp = await client.put(
+        f"/api/v1/api-keys/{key_id}/role", json={"role_id": role_id}, headers=headers
+    )
+    assert resp.status == 200, await resp.json()
 
 
 async def events_of(conn: asyncpg.Connection, tenant_id: str) -> list[asyncpg.Record]:
