@@ -13,28 +13,38 @@ from service.config import Settings
 from service.crypto import Encryptor, KeyRing
 from service.db.pool import Database, connect
 from service.db.queries import Queries
-from service.handlers import health, tenants
+from service.handlers import health, tenants, webhooks
 from service.http import appkeys as keys
 from service.http.middleware import authenticate, request_context
 from service.http.routing import Api, register
 from service.logs import get_logger
 from service.repositories.registry import Repositories
+from service.usecases.delivery_admin import DeliveryAdmin
 from service.usecases.deps import Deps
 from service.usecases.recording import ChangeRecorder
 from service.usecases.tenant_changes import TenantChanges
 from service.usecases.tenant_creation import TenantCreation
 from service.usecases.tenant_moves import TenantMoves
 from service.usecases.tenant_queries import TenantQueries
+from service.usecases.webhook_changes import WebhookChanges
+from service.usecases.webhook_queries import WebhookQueries, WebhookTesting
+from service.webhooks.runtime import WebhookRuntime
+from service.webhooks.sender import WebhookNetwork
 
 log = get_logger("service.app")
 BOOTSTRAP_KEY = web.AppKey("bootstrap_key", bool)
 
 
 def apis() -> list[Api]:
-    return [health.api, tenants.api]
+    return [health.api, tenants.api, webhooks.api]
 
 
-def create_app(settings: Settings, *, bootstrap_key: bool = False) -> web.Application:
+def create_app(
+    settings: Settings,
+    *,
+    bootstrap_key: bool = False,
+    webhook_network: WebhookNetwork | None = None,
+) -> web.Application:
     if settings.database_url is None:
         raise ValueError("create_app needs settings.database_url (the CLI starts one if unset)")
     app = web.Application(
@@ -45,7 +55,9 @@ def create_app(settings: Settings, *, bootstrap_key: bool = False) -> web.Applic
     repos = Repositories.build(queries)
     database = Database(settings)
     keyring = KeyRing(Encryptor(settings.encryption_key, settings.encryption_keys_previous))
-    deps = Deps(settings, database, repos, ChangeRecorder(repos.outbox), keyring)
+    recorder = ChangeRecorder(repos.outbox, webhook_max_attempts=settings.webhook_max_attempts)
+    deps = Deps(settings, database, repos, recorder, keyring)
+    webhook_runtime = WebhookRuntime(deps, webhook_network)
 
     app[keys.SETTINGS] = settings
     app[keys.QUERIES] = queries
@@ -58,9 +70,16 @@ def create_app(settings: Settings, *, bootstrap_key: bool = False) -> web.Applic
     app[keys.TENANT_CREATION] = TenantCreation(deps)
     app[keys.TENANT_CHANGES] = TenantChanges(deps)
     app[keys.TENANT_MOVES] = TenantMoves(deps)
+    app[keys.WEBHOOK_RUNTIME] = webhook_runtime
+    app[keys.WEBHOOK_CHANGES] = WebhookChanges(deps, webhook_runtime.sender.guard)
+    app[keys.WEBHOOK_QUERIES] = WebhookQueries(deps)
+    app[keys.WEBHOOK_TESTING] = WebhookTesting(deps, webhook_runtime.sender)
+    app[keys.DELIVERY_ADMIN] = DeliveryAdmin(deps)
     app[BOOTSTRAP_KEY] = bootstrap_key
     app[keys.ENDPOINTS] = register(app, apis())
     app.cleanup_ctx.append(_database_lifecycle)
+    # After the database: the delivery worker stops (releasing its claims) before it closes.
+    app.cleanup_ctx.append(webhook_runtime.cleanup_ctx)
     return app
 
 

@@ -11,11 +11,15 @@ from service.db.pool import Database
 from service.db.queries import Queries
 from service.http.routing import Endpoint
 from service.repositories.registry import Repositories
+from service.usecases.delivery_admin import DeliveryAdmin
 from service.usecases.deps import Deps
 from service.usecases.tenant_changes import TenantChanges
 from service.usecases.tenant_creation import TenantCreation
 from service.usecases.tenant_moves import TenantMoves
 from service.usecases.tenant_queries import TenantQueries
+from service.usecases.webhook_changes import WebhookChanges
+from service.usecases.webhook_queries import WebhookQueries, WebhookTesting
+from service.webhooks.runtime import WebhookRuntime
 
 SETTINGS = web.AppKey("settings", Settings)
 QUERIES = web.AppKey("queries", Queries)
@@ -29,3 +33,8 @@ TENANT_QUERIES = web.AppKey("tenant_queries", TenantQueries)
 TENANT_CREATION = web.AppKey("tenant_creation", TenantCreation)
 TENANT_CHANGES = web.AppKey("tenant_changes", TenantChanges)
 TENANT_MOVES = web.AppKey("tenant_moves", TenantMoves)
+WEBHOOK_RUNTIME = web.AppKey("webhook_runtime", WebhookRuntime)
+WEBHOOK_CHANGES = web.AppKey("webhook_changes", WebhookChanges)
+WEBHOOK_QUERIES = web.AppKey("webhook_queries", WebhookQueries)
+WEBHOOK_TESTING = web.AppKey("webhook_testing", WebhookTesting)
+DELIVERY_ADMIN = web.AppKey("delivery_admin", DeliveryAdmin)

@@ -8,9 +8,11 @@ from service.db.migrations import MigrationsRepository
 from service.db.queries import Queries
 from service.repositories.api_keys import ApiKeysRepository
 from service.repositories.config_entries import ConfigEntriesRepository
+from service.repositories.deliveries import DeliveriesRepository
 from service.repositories.health import HealthRepository
 from service.repositories.outbox import OutboxRepository
 from service.repositories.tenants import TenantsRepository
+from service.repositories.webhooks import WebhooksRepository
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +23,8 @@ class Repositories:
     api_keys: ApiKeysRepository
     health: HealthRepository
     migrations: MigrationsRepository
+    webhooks: WebhooksRepository
+    deliveries: DeliveriesRepository
 
     @classmethod
     def build(cls, queries: Queries) -> Repositories:
@@ -31,4 +35,6 @@ class Repositories:
             api_keys=ApiKeysRepository(queries),
             health=HealthRepository(queries),
             migrations=MigrationsRepository(queries),
+            webhooks=WebhooksRepository(queries),
+            deliveries=DeliveriesRepository(queries),
         )

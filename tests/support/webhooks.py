@@ -1,0 +1,153 @@
+"""Webhook test helpers: a recording receiver on 127.0.0.1, receiver-side signature
+checks, a stub DNS, a socket factory that records every connection, and polling."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import ipaddress
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+from standardwebhooks import Webhook as StandardWebhook
+
+from service.webhooks.addresses import IPAddress
+
+
+@dataclass
+class Received:
+    headers: dict[str, str]
+    body: bytes
+    started: float
+    finished: float = 0.0
+    status: int = 0
+
+    @property
+    def delivery_id(self) -> str:
+        return self.headers["X-Service-Delivery"]
+
+    @property
+    def json(self) -> Any:
+        return orjson.loads(self.body)
+
+
+# A behaviour answers a request: the status to send (after an optional delay).
+Behaviour = Callable[[Received, int], Awaitable[int]]
+
+
+async def always_ok(received: Received, seen: int) -> int:
+    return 200
+
+
+class Receiver:
+    """An HTTP server on 127.0.0.1 that records every request it gets.
+
+    `behaviour(received, seen)` decides the status; `seen` counts earlier requests
+    with the same X-Service-Delivery.
+    """
+
+    def __init__(self, behaviour: Behaviour = always_ok, host: str = "127.0.0.1") -> None:
+        self.behaviour = behaviour
+        self.host = host
+        self.requests: list[Received] = []
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/hook"
+
+    async def start(self) -> Receiver:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, 0)
+        await site.start()
+        server = site._server
+        assert isinstance(server, asyncio.base_events.Server)
+        self.port = server.sockets[0].getsockname()[1]
+        return self
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        received = Received(dict(request.headers), await request.read(), time.monotonic())
+        seen = sum(
+            1
+            for r in self.requests
+            if r.headers.get("X-Service-Delivery") == received.headers.get("X-Service-Delivery")
+        )
+        self.requests.append(received)
+        status = await self.behaviour(received, seen)
+        received.finished = time.monotonic()
+        received.status = status
+        return web.Response(status=status, text="ok")
+
+    def for_delivery(self, delivery_id: str) -> list[Received]:
+        return [r for r in self.requests if r.headers.get("X-Service-Delivery") == delivery_id]
+
+
+def verify_service_signature(secret: str, received: Received) -> bool:
+    """What a receiver does with X-Service-Signature: recompute, compare in constant time."""
+    expected = "sha256=" + hmac.new(secret.encode(), received.body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected, received.headers["X-Service-Signature"])
+
+
+def verify_standard_signature(secret: str, received: Received) -> Any:
+    """The Standard Webhooks library's own check (raises when no signature matches)."""
+    return StandardWebhook(secret).verify(received.body, received.headers)
+
+
+class StubDns:
+    """Names to addresses, changeable during a test (DNS rebinding)."""
+
+    def __init__(self, answers: dict[str, list[str]] | None = None) -> None:
+        self.answers = dict(answers or {})
+        self.lookups: list[str] = []
+
+    async def lookup(self, host: str) -> list[IPAddress]:
+        self.lookups.append(host)
+        if host not in self.answers:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return [ipaddress.ip_address(a) for a in self.answers[host]]
+
+
+@dataclass
+class ConnectionLog:
+    """A socket factory for the webhook client that records every address it connects
+    to and refuses anything but loopback, so a test never sends traffic elsewhere."""
+
+    targets: list[str] = field(default_factory=list)
+
+    def __call__(self, addr_info: tuple[Any, ...]) -> socket.socket:
+        family, type_, proto, _, sockaddr = addr_info
+        self.targets.append(str(sockaddr[0]))
+        address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
+        mapped = getattr(address, "ipv4_mapped", None)
+        if not (address.is_loopback or (mapped is not None and mapped.is_loopback)):
+            raise OSError(f"test network: refusing to connect to {address}")
+        return socket.socket(family, type_, proto)
+
+
+async def eventually(
+    check: Callable[[], Awaitable[Any]], *, timeout: float = 10.0, interval: float = 0.05
+) -> Any:
+    """Poll check() until it returns something truthy; fail after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = await check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s (last: {value!r})")
+        await asyncio.sleep(interval)
