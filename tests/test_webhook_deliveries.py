@@ -170,3 +170,196 @@ async def test_every_event_type_arrives_with_the_documented_body(client, admin, 
         return await get_json(client, "/api/v1/webhooks/deliveries/stats", admin) == done
 
     await eventually(all_recorded)
+
+
+async def fail_twice(received: Received, seen: int) -> int:
+    return 500 if seen < 2 else 200
+
+
+async def always_unavailable(received: Received, seen: int) -> int:
+    return 503
+
+
+async def deliveries_of(client: Any, headers: dict[str, str], hook_id: str) -> list[Any]:
+    page = await get_json(client, f"/api/v1/webhooks/{hook_id}/deliveries", headers)
+    return list(page["data"])
+
+
+async def wait_status(client: Any, headers: dict[str, str], hook_id: str, status: str) -> Any:
+    async def reached() -> Any:
+        rows = await deliveries_of(client, headers, hook_id)
+        return rows[0] if rows and rows[0]["status"] == status else None
+
+    return await eventually(reached)
+
+
+async def test_retries_back_off_with_growing_gaps_and_keep_the_delivery_id(
+    client, admin, receiver
+):
+    receiver.behaviour = fail_twice
+    tenant = await create_tenant(client, admin)
+    hook = await create_webhook(
+        client, admin, url=receiver.url, events=["tenant.updated"], tenant_id=tenant["id"]
+    )
+    await patch(client, admin, f"/api/v1/tenants/{tenant['id']}", {"name": "Renamed"})
+
+    delivery = await wait_status(client, admin, hook["id"], "success")
+    attempts = receiver.for_delivery(delivery["id"])
+    assert [r.status for r in attempts] == [500, 500, 200]
+    assert len({r.delivery_id for r in attempts}) == 1
+    assert len({r.body for r in attempts}) == 1  # the same event body on every attempt
+    for received in attempts:
+        check_signed(hook["secret"], received)
+    first_gap = attempts[1].started - attempts[0].started
+    second_gap = attempts[2].started - attempts[1].started
+    # base 0.5 s: after failure 1 about 0.5 s (±20 %), after failure 2 about 1 s (±20 %)
+    assert first_gap >= 0.4
+    assert second_gap >= 0.8
+    assert second_gap > first_gap
+    assert delivery["attempts"] == 3
+    assert delivery["max_attempts"] == 3
+    assert delivery["last_response_code"] == 200
+    assert delivery["last_error"] is None
+    assert delivery["next_attempt_at"] is None
+    assert delivery["event_type"] == "tenant.updated"
+
+
+async def test_dead_letter_then_retry_all_delivers(client, admin, receiver, db_conn):
+    receiver.behaviour = always_unavailable
+    hook = await create_webhook(client, admin, url=receiver.url, events=["tenant.created"])
+    tenant = await create_tenant(client, admin)
+
+    failed = await wait_status(client, admin, hook["id"], "failed")
+    assert failed["attempts"] == 3
+    assert failed["last_response_code"] == 503
+    assert failed["last_error"] == "HTTP 503"
+    assert failed["next_attempt_at"] is None
+    assert len(receiver.for_delivery(failed["id"])) == 3
+
+    dead = await get_json(client, "/api/v1/webhooks/deliveries/failed", admin)
+    assert [d["id"] for d in dead] == [failed["id"]]
+    assert dead[0]["webhook"] == {"id": hook["id"], "url": receiver.url, "tenant_id": None}
+    event = dead[0]["event"]
+    assert event["type"] == "tenant.created"
+    assert event["tenant_id"] == tenant["id"]
+    assert event["payload"]["id"] == tenant["id"]
+    assert ISO_MS.match(event["created_at"])
+    assert {k: v for k, v in dead[0].items() if k not in ("webhook", "event")} == failed
+    stats = await get_json(client, "/api/v1/webhooks/deliveries/stats", admin)
+    assert stats == {"total": 1, "pending": 0, "success": 0, "failed": 1}
+    by_hook = await get_json(
+        client, f"/api/v1/webhooks/deliveries/stats?webhook_id={hook['id']}", admin
+    )
+    assert by_hook == stats
+
+    receiver.behaviour = fail_twice  # the 4th request overall: succeeds
+    resp = await client.post("/api/v1/webhooks/deliveries/retry-all", headers=admin)
+    assert resp.status == 200
+    assert await resp.json() == {"retried": 1}
+    delivered = await wait_status(client, admin, hook["id"], "success")
+    assert delivered["id"] == failed["id"]
+    assert delivered["attempts"] == 1  # retry-all cleared the counter
+    assert len(receiver.for_delivery(failed["id"])) == 4
+    assert await get_json(client, "/api/v1/webhooks/deliveries/failed", admin) == []
+    audit = await db_conn.fetch(
+        "SELECT resource_type, resource_id, changes FROM audit_logs WHERE action = $1",
+        "delivery.retried",
+    )
+    assert [dict(a) for a in audit] == [
+        {"resource_type": "delivery", "resource_id": None,
+         "changes": {"retried": 1, "webhook_id": None}}
+    ]  # fmt: skip
+    resp = await client.post("/api/v1/webhooks/deliveries/retry-all", headers=admin)
+    assert await resp.json() == {"retried": 0}
+
+
+async def test_retry_one_delivery(client, admin, receiver):
+    receiver.behaviour = always_unavailable
+    hook = await create_webhook(client, admin, url=receiver.url, events=["tenant.created"])
+    await create_tenant(client, admin)
+    failed = await wait_status(client, admin, hook["id"], "failed")
+
+    receiver.behaviour = fail_twice
+    resp = await client.post(f"/api/v1/webhooks/deliveries/{failed['id']}/retry", headers=admin)
+    assert resp.status == 200
+    assert await resp.json() == {"success": True}
+    await wait_status(client, admin, hook["id"], "success")
+    # Not failed any more: nothing to retry.
+    resp = await client.post(f"/api/v1/webhooks/deliveries/{failed['id']}/retry", headers=admin)
+    assert await resp.json() == {"success": False}
+    missing = "01900000-0000-7000-8000-000000000000"
+    resp = await client.post(f"/api/v1/webhooks/deliveries/{missing}/retry", headers=admin)
+    assert resp.status == 404
+    assert (await resp.json())["error"]["code"] == "DELIVERY_NOT_FOUND"
+    resp = await client.post("/api/v1/webhooks/deliveries/nope/retry", headers=admin)
+    assert resp.status == 400
+
+
+async def test_rotation_signs_with_both_secrets_for_a_day(client, admin, receiver):
+    old_secret = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+    hook = await create_webhook(
+        client, admin, url=receiver.url, events=["tenant.created"], secret=old_secret
+    )
+    assert hook["secret"] == old_secret
+    resp = await client.post(f"/api/v1/webhooks/{hook['id']}/rotate-secret", headers=admin)
+    rotated = await resp.json()
+    assert resp.status == 200, rotated
+    new_secret = rotated["secret"]
+    assert new_secret != old_secret
+    assert {k: v for k, v in rotated.items() if k not in ("secret", "updated_at")} == {
+        k: v for k, v in hook.items() if k not in ("secret", "updated_at")
+    }
+    await create_tenant(client, admin)
+
+    async def arrived() -> bool:
+        return len(receiver.requests) == 1
+
+    await eventually(arrived)
+    received = receiver.requests[0]
+    assert verify_service_signature(new_secret, received)
+    assert not verify_service_signature(old_secret, received)
+    assert len(received.headers["webhook-signature"].split(" ")) == 2
+    verify_standard_signature(new_secret, received)
+    verify_standard_signature(old_secret, received)
+    # Neither secret is ever shown again.
+    shown = await get_json(client, f"/api/v1/webhooks/{hook['id']}", admin)
+    assert "secret" not in shown
+
+
+async def test_the_test_endpoint_reports_the_answer(client, admin, receiver, unused_tcp_port):
+    hook = await create_webhook(client, admin, url=receiver.url, events=["tenant.created"])
+    path = f"/api/v1/webhooks/{hook['id']}/test"
+
+    resp = await client.post(path, headers=admin)
+    body = await resp.json()
+    assert resp.status == 200, body
+    assert body["success"] is True
+    assert body["response_code"] == 200
+    assert "error" not in body
+    assert body["duration_ms"] >= 0
+    sent = receiver.requests[-1]
+    check_signed(hook["secret"], sent)
+    assert sent.json["event"] == "webhook.test"
+    assert sent.json["data"] == {"webhook_id": hook["id"]}
+    assert ISO_MS.match(sent.json["timestamp"])
+
+    receiver.behaviour = always_unavailable
+    body = await (await client.post(path, headers=admin)).json()
+    assert (body["success"], body["response_code"], body["error"]) == (False, 503, "HTTP 503")
+
+    async def server_error(received: Received, seen: int) -> int:
+        return 500
+
+    receiver.behaviour = server_error
+    body = await (await client.post(path, headers=admin)).json()
+    assert (body["success"], body["response_code"], body["error"]) == (False, 500, "HTTP 500")
+
+    unreachable = f"http://127.0.0.1:{unused_tcp_port}/hook"
+    await patch(client, admin, f"/api/v1/webhooks/{hook['id']}", {"url": unreachable})
+    resp = await client.post(path, headers=admin)
+    body = await resp.json()
+    assert resp.status == 200
+    assert body["success"] is False
+    assert body["response_code"] == 0
+    assert body["error"].startswith("connection failed")
+    assert len(receiver.requests) == 3  # nothing was delivered for these tests
