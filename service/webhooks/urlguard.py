@@ -105,7 +105,7 @@ def parse_target(raw: str, *, allow_http: bool, allowed: Sequence[IPNetwork]) ->
         raise UnsafeUrl(
             "the URL must use https" if not allow_http else "the URL must use http or https"
         )
-    if url.raw_user is not None or url.raw_password is not None or "@" in (url.raw_authority):
+    if url.raw_user is not None or url.raw_password is not None or "@" in _raw_authority(raw):
         raise UnsafeUrl("the URL must not carry user:password@ credentials")
     if url.fragment:
         raise UnsafeUrl("the URL must not have a #fragment")
@@ -123,6 +123,12 @@ def parse_target(raw: str, *, allow_http: bool, allowed: Sequence[IPNetwork]) ->
     name = host[:-1] if host.endswith(".") else host
     _check_name(name)
     return Target(url, name, None)
+
+
+def _raw_authority(raw: str) -> str:
+    # yarl drops an empty userinfo ("https://@host/"); judge the text as written.
+    rest = raw.split("://", 1)[1] if "://" in raw else raw
+    return re.split(r"[/?#\\]", rest, maxsplit=1)[0]
 
 
 def _literal_address(host: str) -> IPAddress | None:
