@@ -3,6 +3,8 @@ dead letters, retry-all and the test endpoint."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,7 +15,7 @@ from aiohttp import web
 
 from service.app import create_app
 from service.config import Settings
-from service.http.appkeys import DATABASE, DEPS
+from service.http.appkeys import DATABASE, DEPS, WEBHOOK_RUNTIME
 from service.usecases.recording import Event
 from tests.conftest import base_env
 from tests.support.api import create_tenant, get_json
@@ -363,3 +365,39 @@ async def test_the_test_endpoint_reports_the_answer(client, admin, receiver, unu
     assert body["response_code"] == 0
     assert body["error"].startswith("connection failed")
     assert len(receiver.requests) == 3  # nothing was delivered for these tests
+
+
+async def test_a_cancelled_attempt_gives_its_claim_back(client, admin, receiver):
+    """What stop() does to an attempt still running after the grace period."""
+    answer = asyncio.Event()
+
+    async def hang_first(received: Received, seen: int) -> int:
+        if seen == 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(answer.wait(), 1.5)
+        return 200
+
+    receiver.behaviour = hang_first
+    hook = await create_webhook(client, admin, url=receiver.url, events=["tenant.created"])
+    await create_tenant(client, admin)
+
+    async def in_flight() -> bool:
+        return len(receiver.requests) == 1
+
+    await eventually(in_flight)
+    worker = client.app[WEBHOOK_RUNTIME].worker
+    assert worker is not None and worker.in_flight == 1
+    [task] = list(worker._inflight)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    row = await client.app[DATABASE].pool.fetchrow(
+        "SELECT status, attempts, leased_by, next_attempt_at <= now() AS due "
+        "FROM webhook_deliveries"
+    )
+    # Released at once (its lease would otherwise hold it for 2 x timeout + 5 s).
+    assert dict(row) == {"status": "pending", "attempts": 0, "leased_by": None, "due": True}
+    answer.set()
+    delivered = await wait_status(client, admin, hook["id"], "success")
+    assert delivered["attempts"] == 1  # the released attempt was not counted
+    assert [r.delivery_id for r in receiver.requests] == [delivered["id"]] * 2

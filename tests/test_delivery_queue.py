@@ -1,0 +1,116 @@
+"""The delivery queue without a running worker: claims, leases, fencing and backoff."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.config import Settings
+from service.db.pool import connect
+from service.http.appkeys import DEPS
+from service.webhooks.attempts import retry_delay
+from tests.conftest import base_env
+from tests.support.api import create_tenant
+
+
+@pytest.fixture
+def settings(fresh_db_url: str, tmp_path: Path) -> Settings:
+    return Settings.from_env(
+        base_env(
+            fresh_db_url,
+            tmp_path,
+            WEBHOOK_ALLOW_HTTP="true",
+            WEBHOOK_ALLOWED_PRIVATE_CIDRS="127.0.0.1/32",
+            WEBHOOK_CONCURRENCY="0",
+            WEBHOOK_MAX_ATTEMPTS="2",
+        )
+    )
+
+
+async def queue(client: Any, admin: dict[str, str], tenants: int) -> None:
+    resp = await client.post(
+        "/api/v1/webhooks",
+        json={"url": "http://127.0.0.1:9/hook", "events": ["tenant.created"]},
+        headers=admin,
+    )
+    assert resp.status == 201
+    for _ in range(tenants):
+        await create_tenant(client, admin)
+
+
+async def test_concurrent_claims_are_disjoint(client, admin, settings):
+    await queue(client, admin, 12)
+    repo = client.app[DEPS].repos.deliveries
+    conns = [await connect(settings.database_url) for _ in range(4)]
+    try:
+        batches = await asyncio.gather(
+            *(repo.claim_due_deliveries(c, f"worker-{i}", 5, 30) for i, c in enumerate(conns))
+        )
+        claimed = [claim.id for batch in batches for claim in batch]
+        assert len(claimed) == len(set(claimed)) == 12
+        # Leased rows are not due: nobody else can take them while the lease lasts.
+        assert await repo.claim_due_deliveries(conns[0], "late", 50, 30) == []
+    finally:
+        for conn in conns:
+            await conn.close()
+
+
+async def test_an_expired_lease_moves_to_another_worker_and_fences_the_first(
+    client, admin, db_conn
+):
+    await queue(client, admin, 1)
+    repo = client.app[DEPS].repos.deliveries
+    [stale] = await repo.claim_due_deliveries(db_conn, "crashed", 10, 0.05)
+    assert stale.attempts == 0 and stale.active and stale.event_type == "tenant.created"
+    await asyncio.sleep(0.1)  # the lease runs out: the delivery is due again
+    [fresh] = await repo.claim_due_deliveries(db_conn, "alive", 10, 30)
+    assert fresh.id == stale.id
+    # The first worker's late result is dropped; the live claim's result counts.
+    assert not await repo.record_delivery_success(db_conn, stale, "crashed", seconds=0.1, code=200)
+    status = await repo.record_delivery_failure(
+        db_conn, stale, "crashed", seconds=0.1, code=500, error="HTTP 500", retry_in=1
+    )
+    assert status is None
+    assert await repo.record_delivery_success(db_conn, fresh, "alive", seconds=0.1, code=204)
+    row = await db_conn.fetchrow("SELECT * FROM webhook_deliveries WHERE id = $1", fresh.id)
+    assert (row["status"], row["attempts"], row["last_response_code"]) == ("success", 1, 204)
+    assert (row["leased_by"], row["lease_expires_at"], row["next_attempt_at"]) == (None,) * 3
+
+
+async def test_failures_back_off_then_dead_letter(client, admin, db_conn):
+    await queue(client, admin, 1)
+    repo = client.app[DEPS].repos.deliveries
+    [claim] = await repo.claim_due_deliveries(db_conn, "w", 10, 30)
+    status = await repo.record_delivery_failure(
+        db_conn, claim, "w", seconds=0.2, code=None, error="timed out", retry_in=60
+    )
+    assert status == "pending"
+    row = await db_conn.fetchrow(
+        "SELECT attempts, next_attempt_at - now() AS wait, last_error, last_response_code, "
+        "leased_by FROM webhook_deliveries WHERE id = $1",
+        claim.id,
+    )
+    assert row["attempts"] == 1 and 59 < row["wait"].total_seconds() <= 60
+    assert (row["last_error"], row["last_response_code"], row["leased_by"]) == (
+        "timed out", None, None,
+    )  # fmt: skip
+    assert await repo.claim_due_deliveries(db_conn, "w", 10, 30) == []  # not due yet
+    await db_conn.execute("UPDATE webhook_deliveries SET next_attempt_at = now()")
+    [again] = await repo.claim_due_deliveries(db_conn, "w", 10, 30)
+    assert again.attempts == 1
+    status = await repo.record_delivery_failure(
+        db_conn, again, "w", seconds=0.2, code=502, error="HTTP 502", retry_in=60
+    )
+    assert status == "failed"  # WEBHOOK_MAX_ATTEMPTS is 2 here
+    row = await db_conn.fetchrow("SELECT * FROM webhook_deliveries WHERE id = $1", claim.id)
+    assert (row["attempts"], row["next_attempt_at"], row["last_response_code"]) == (2, None, 502)
+
+
+def test_retry_delay_follows_the_design():
+    for failures, nominal in ((1, 10), (2, 20), (3, 40), (9, 2560), (10, 3600), (60, 3600)):
+        for _ in range(50):
+            delay = retry_delay(failures, 10, 3600)
+            assert nominal * 0.8 <= delay <= nominal * 1.2
