@@ -64,7 +64,9 @@ async def test_an_expired_lease_moves_to_another_worker_and_fences_the_first(
     await queue(client, admin, 1)
     repo = client.app[DEPS].repos.deliveries
     [stale] = await repo.claim_due_deliveries(db_conn, "crashed", 10, 0.05)
-    assert stale.attempts == 0 and stale.active and stale.event_type == "tenant.created"
+    assert stale.attempts == 0
+    assert stale.active
+    assert stale.event_type == "tenant.created"
     await asyncio.sleep(0.1)  # the lease runs out: the delivery is due again
     [fresh] = await repo.claim_due_deliveries(db_conn, "alive", 10, 30)
     assert fresh.id == stale.id
@@ -93,7 +95,8 @@ async def test_failures_back_off_then_dead_letter(client, admin, db_conn):
         "leased_by FROM webhook_deliveries WHERE id = $1",
         claim.id,
     )
-    assert row["attempts"] == 1 and 59 < row["wait"].total_seconds() <= 60
+    assert row["attempts"] == 1
+    assert 59 < row["wait"].total_seconds() <= 60
     assert (row["last_error"], row["last_response_code"], row["leased_by"]) == (
         "timed out", None, None,
     )  # fmt: skip

@@ -20,8 +20,8 @@ from service.usecases.recording import Event
 from tests.conftest import base_env
 from tests.support.api import create_tenant, get_json
 from tests.support.webhooks import (
-    Receiver,
     Received,
+    Receiver,
     eventually,
     verify_service_signature,
     verify_standard_signature,
@@ -104,9 +104,7 @@ async def test_every_event_type_arrives_with_the_documented_body(client, admin, 
     assert resp.status == 200, moved
     resp = await client.delete(f"/api/v1/tenants/{child['id']}", headers=admin)
     assert resp.status == 204
-    archived = await get_json(
-        client, f"/api/v1/tenants/{child['id']}?include_archived=true", admin
-    )
+    archived = await get_json(client, f"/api/v1/tenants/{child['id']}?include_archived=true", admin)
     resp = await client.post(f"/api/v1/tenants/{child['id']}/restore", headers=admin)
     assert resp.status == 200
     # Permission endpoints belong to another issue; their events take the one path every
@@ -119,7 +117,8 @@ async def test_every_event_type_arrives_with_the_documented_body(client, admin, 
             [
                 Event("permission.created", root["id"], permission),
                 Event("permission.updated", root["id"], {**permission, "value": False}),
-                Event("permission.deleted", root["id"], {"tenant_id": root["id"], "key": "billing.view"}),
+                Event("permission.deleted", root["id"], {"tenant_id": root["id"],
+                                                          "key": "billing.view"}),
             ],
         )  # fmt: skip
 
@@ -195,9 +194,7 @@ async def wait_status(client: Any, headers: dict[str, str], hook_id: str, status
     return await eventually(reached)
 
 
-async def test_retries_back_off_with_growing_gaps_and_keep_the_delivery_id(
-    client, admin, receiver
-):
+async def test_retries_back_off_with_growing_gaps_and_keep_the_delivery_id(client, admin, receiver):
     receiver.behaviour = fail_twice
     tenant = await create_tenant(client, admin)
     hook = await create_webhook(
@@ -386,7 +383,8 @@ async def test_a_cancelled_attempt_gives_its_claim_back(client, admin, receiver)
 
     await eventually(in_flight)
     worker = client.app[WEBHOOK_RUNTIME].worker
-    assert worker is not None and worker.in_flight == 1
+    assert worker is not None
+    assert worker.in_flight == 1
     [task] = list(worker._inflight)
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):

@@ -23,7 +23,7 @@ from service.repositories.registry import Repositories
 from service.usecases.api_key_issuing import issue_api_key
 from service.usecases.recording import ChangeRecorder
 from tests.conftest import HMAC_SECRET, base_env
-from tests.support.webhooks import Receiver, Received, eventually
+from tests.support.webhooks import Received, Receiver, eventually
 
 pytestmark = pytest.mark.slow
 
@@ -81,7 +81,7 @@ class Service:
             except aiohttp.ClientError:
                 return False
 
-        await eventually(ready, timeout=15, interval=0.1)
+        await eventually(ready, within=15, interval=0.1)
         return self
 
     async def signal(self, signum: int) -> int:
@@ -179,7 +179,7 @@ async def test_sigkill_mid_delivery_loses_nothing(fresh_db_url, tmp_path, sessio
         async def all_delivered() -> bool:
             return all(r["status"] == "success" for r in await deliveries(fresh_db_url))
 
-        await eventually(all_delivered, timeout=20, interval=0.2)
+        await eventually(all_delivered, within=20, interval=0.2)
         rows = await deliveries(fresh_db_url)
         ids = {str(r["id"]) for r in rows}
         received_ids = {r.delivery_id for r in receiver.requests}
@@ -234,7 +234,7 @@ async def test_two_processes_share_the_queue_without_overlap(
             rows = await deliveries(fresh_db_url)
             return len(rows) == 20 and all(r["status"] == "success" for r in rows)
 
-        await eventually(all_delivered, timeout=20, interval=0.2)
+        await eventually(all_delivered, within=20, interval=0.2)
         assert overlaps == []
         rows = await deliveries(fresh_db_url)
         assert all(r["attempts"] == 2 for r in rows)

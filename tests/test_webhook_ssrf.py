@@ -25,7 +25,7 @@ from service.webhooks.urlguard import UnsafeUrl, parse_target
 from tests.conftest import base_env
 from tests.support.api import create_tenant
 from tests.support.keys import key_headers
-from tests.support.webhooks import ConnectionLog, Receiver, Received, StubDns, eventually
+from tests.support.webhooks import ConnectionLog, Received, Receiver, StubDns, eventually
 
 PUBLIC = "93.184.216.34"
 
@@ -174,9 +174,9 @@ async def test_unsafe_targets_are_never_connected_to_at_delivery(
             "SELECT webhook_id::text, status, attempts, last_error, last_response_code "
             "FROM webhook_deliveries"
         )
-        return rows if len(rows) == len(hooks) and all(
-            r["status"] == "failed" for r in rows
-        ) else None
+        return (
+            rows if len(rows) == len(hooks) and all(r["status"] == "failed" for r in rows) else None
+        )
 
     rows = await eventually(all_failed)
     for row in rows:

@@ -69,7 +69,8 @@ async def test_create_get_list_patch_delete(client, admin, db_conn):
         tenant["id"], True, True,
     )  # fmt: skip
     secret = created.pop("secret")
-    assert secret.startswith("whsec_") and len(secret) == 6 + 44
+    assert secret.startswith("whsec_")
+    assert len(secret) == 6 + 44
 
     assert await get_json(client, f"/api/v1/webhooks/{created['id']}", admin) == created
     listed = await get_json(client, f"/api/v1/webhooks?tenant_id={tenant['id']}", admin)

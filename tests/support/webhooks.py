@@ -140,14 +140,14 @@ class ConnectionLog:
 
 
 async def eventually(
-    check: Callable[[], Awaitable[Any]], *, timeout: float = 10.0, interval: float = 0.05
+    check: Callable[[], Awaitable[Any]], *, within: float = 10.0, interval: float = 0.05
 ) -> Any:
-    """Poll check() until it returns something truthy; fail after timeout seconds."""
-    deadline = time.monotonic() + timeout
+    """Poll check() until it returns something truthy; fail after `within` seconds."""
+    deadline = time.monotonic() + within
     while True:
         value = await check()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s (last: {value!r})")
+            raise AssertionError(f"condition not met within {within} s (last: {value!r})")
         await asyncio.sleep(interval)
