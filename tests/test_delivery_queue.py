@@ -13,7 +13,8 @@ from service.db.pool import connect
 from service.http.appkeys import DEPS
 from service.webhooks.attempts import retry_delay
 from tests.conftest import base_env
-from tests.support.api import create_tenant
+from tests.support.api import create_tenant, get_json
+from tests.support.keys import key_headers
 
 
 @pytest.fixture
@@ -117,3 +118,107 @@ def test_retry_delay_follows_the_design():
         for _ in range(50):
             delay = retry_delay(failures, 10, 3600)
             assert nominal * 0.8 <= delay <= nominal * 1.2
+
+
+async def test_history_and_dead_letters_page_newest_first(client, admin, db_conn):
+    await queue(client, admin, 5)
+    [hook_id] = [r["id"] for r in await db_conn.fetch("SELECT id::text FROM webhooks")]
+    all_ids = [
+        str(r["id"])
+        for r in await db_conn.fetch("SELECT id FROM webhook_deliveries ORDER BY id DESC")
+    ]
+    seen: list[str] = []
+    cursor = ""
+    pages = []
+    while True:
+        page = await get_json(
+            client, f"/api/v1/webhooks/{hook_id}/deliveries?limit=2{cursor}", admin
+        )
+        pages.append((len(page["data"]), page["has_more"]))
+        seen += [d["id"] for d in page["data"]]
+        if not page["has_more"]:
+            assert page["next_cursor"] is None
+            break
+        assert page["next_cursor"] == page["data"][-1]["id"]
+        cursor = f"&cursor={page['next_cursor']}"
+    assert pages == [(2, True), (2, True), (1, False)]
+    assert seen == all_ids
+    failed_ids = all_ids[1:4]
+    await db_conn.execute(
+        "UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL "
+        "WHERE id = ANY($1::uuid[])",
+        failed_ids,
+    )
+    only_failed = await get_json(
+        client, f"/api/v1/webhooks/{hook_id}/deliveries?status=failed", admin
+    )
+    assert [d["id"] for d in only_failed["data"]] == failed_ids
+    resp = await client.get("/api/v1/webhooks/deliveries/failed?limit=2", headers=admin)
+    first = await resp.json()
+    assert [d["id"] for d in first] == failed_ids[:2]
+    assert resp.headers["X-Next-Cursor"] == failed_ids[1]
+    resp = await client.get(
+        f"/api/v1/webhooks/deliveries/failed?limit=2&cursor={failed_ids[1]}", headers=admin
+    )
+    assert [d["id"] for d in await resp.json()] == failed_ids[2:]
+    assert "X-Next-Cursor" not in resp.headers
+
+
+async def test_scoped_callers_see_and_retry_their_own_deliveries_only(client, admin, db_conn):
+    mine = await create_tenant(client, admin)
+    theirs = await create_tenant(client, admin)
+    hooks = {}
+    for name, tenant_id in (("mine", mine["id"]), ("theirs", theirs["id"]), ("global", None)):
+        resp = await client.post(
+            "/api/v1/webhooks",
+            json={"url": "http://127.0.0.1:9/hook", "events": ["tenant.updated"],
+                  "tenant_id": tenant_id},
+            headers=admin,
+        )  # fmt: skip
+        hooks[name] = (await resp.json())["id"]
+    for tenant in (mine, theirs):
+        resp = await client.patch(
+            f"/api/v1/tenants/{tenant['id']}", json={"name": "Changed"}, headers=admin
+        )
+        assert resp.status == 200
+    await db_conn.execute("UPDATE webhook_deliveries SET status = 'failed'")
+    by_hook = {
+        str(r["webhook_id"]): str(r["id"])
+        for r in await db_conn.fetch("SELECT webhook_id, id FROM webhook_deliveries")
+    }
+    scoped = await key_headers(client.app, ("read", "write"), tenant_id=mine["id"])
+
+    stats = await get_json(client, "/api/v1/webhooks/deliveries/stats", scoped)
+    assert stats == {"total": 1, "pending": 0, "success": 0, "failed": 1}
+    everything = await get_json(client, "/api/v1/webhooks/deliveries/stats", admin)
+    assert everything == {"total": 4, "pending": 0, "success": 0, "failed": 4}
+    failed = await get_json(client, "/api/v1/webhooks/deliveries/failed", scoped)
+    assert [d["webhook"]["id"] for d in failed] == [hooks["mine"]]
+    for other in ("theirs", "global"):
+        resp = await client.post(
+            f"/api/v1/webhooks/deliveries/{by_hook[hooks[other]]}/retry", headers=scoped
+        )
+        assert (resp.status, (await resp.json())["error"]["code"]) == (404, "DELIVERY_NOT_FOUND")
+    resp = await client.post("/api/v1/webhooks/deliveries/retry-all", headers=scoped)
+    assert await resp.json() == {"retried": 1}
+    after = await get_json(client, "/api/v1/webhooks/deliveries/stats", admin)
+    assert after == {"total": 4, "pending": 1, "success": 0, "failed": 3}
+    resp = await client.post(
+        f"/api/v1/webhooks/deliveries/{by_hook[hooks['theirs']]}/retry", headers=admin
+    )
+    assert await resp.json() == {"success": True}
+    audit = await db_conn.fetch(
+        "SELECT tenant_id::text, resource_id, changes FROM audit_logs "
+        "WHERE action = 'delivery.retried' ORDER BY id"
+    )
+    assert [dict(a) for a in audit] == [
+        {"tenant_id": mine["id"], "resource_id": None,
+         "changes": {"retried": 1, "webhook_id": None}},
+        {"tenant_id": theirs["id"], "resource_id": by_hook[hooks["theirs"]],
+         "changes": {"before": {"status": "failed", "attempts": 0},
+                     "after": {"status": "pending", "attempts": 0}}},
+    ]  # fmt: skip
+    resp = await client.post(
+        f"/api/v1/webhooks/deliveries/retry-all?webhook_id={hooks['global']}", headers=admin
+    )
+    assert await resp.json() == {"retried": 2}  # the global webhook saw both updates

@@ -325,7 +325,9 @@ async def test_rotation_signs_with_both_secrets_for_a_day(client, admin, receive
     assert "secret" not in shown
 
 
-async def test_the_test_endpoint_reports_the_answer(client, admin, receiver, unused_tcp_port):
+async def test_the_test_endpoint_reports_the_answer(
+    client, admin, receiver, unused_tcp_port, db_conn
+):
     hook = await create_webhook(client, admin, url=receiver.url, events=["tenant.created"])
     path = f"/api/v1/webhooks/{hook['id']}/test"
 
@@ -362,6 +364,13 @@ async def test_the_test_endpoint_reports_the_answer(client, admin, receiver, unu
     assert body["response_code"] == 0
     assert body["error"].startswith("connection failed")
     assert len(receiver.requests) == 3  # nothing was delivered for these tests
+    audit = await db_conn.fetch(
+        "SELECT changes FROM audit_logs WHERE action = 'webhook.tested' AND resource_id = $1 "
+        "ORDER BY id",
+        hook["id"],
+    )
+    assert [a["changes"]["result"]["response_code"] for a in audit] == [200, 503, 500, 0]
+    assert audit[0]["changes"] == {"result": {"success": True, "response_code": 200}}
 
 
 async def test_a_cancelled_attempt_gives_its_claim_back(client, admin, receiver):
