@@ -10,8 +10,8 @@ import pytest
 
 from service.config import Settings
 from service.db.pool import connect
-from service.http.appkeys import DEPS
-from service.webhooks.attempts import retry_delay
+from service.http.appkeys import DEPS, WEBHOOK_RUNTIME
+from service.webhooks.attempts import INACTIVE, DeliveryAttempts, retry_delay
 from tests.conftest import base_env
 from tests.support.api import create_tenant, get_json
 from tests.support.keys import key_headers
@@ -222,3 +222,19 @@ async def test_scoped_callers_see_and_retry_their_own_deliveries_only(client, ad
         f"/api/v1/webhooks/deliveries/retry-all?webhook_id={hooks['global']}", headers=admin
     )
     assert await resp.json() == {"retried": 2}  # the global webhook saw both updates
+
+
+async def test_deliveries_of_a_deactivated_webhook_are_parked_as_dead_letters(
+    client, admin, db_conn
+):
+    await queue(client, admin, 1)
+    [hook_id] = [r["id"] for r in await db_conn.fetch("SELECT id::text FROM webhooks")]
+    resp = await client.patch(f"/api/v1/webhooks/{hook_id}", json={"active": False}, headers=admin)
+    assert resp.status == 200
+    deps = client.app[DEPS]
+    [claim] = await deps.repos.deliveries.claim_due_deliveries(db_conn, "w", 10, 30)
+    assert claim.active is False
+    await DeliveryAttempts(deps, client.app[WEBHOOK_RUNTIME].sender, "w").run(claim)
+    row = await db_conn.fetchrow("SELECT * FROM webhook_deliveries WHERE id = $1", claim.id)
+    assert (row["status"], row["attempts"], row["last_error"]) == ("failed", 0, INACTIVE)
+    assert (row["leased_by"], row["next_attempt_at"]) == (None, None)

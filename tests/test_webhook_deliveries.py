@@ -19,6 +19,7 @@ from service.http.appkeys import DATABASE, DEPS, WEBHOOK_RUNTIME
 from service.usecases.recording import Event
 from tests.conftest import base_env
 from tests.support.api import create_tenant, get_json
+from tests.support.keys import key_headers
 from tests.support.webhooks import (
     Received,
     Receiver,
@@ -408,3 +409,38 @@ async def test_a_cancelled_attempt_gives_its_claim_back(client, admin, receiver)
     delivered = await wait_status(client, admin, hook["id"], "success")
     assert delivered["attempts"] == 1  # the released attempt was not counted
     assert [r.delivery_id for r in receiver.requests] == [delivered["id"]] * 2
+
+
+async def test_a_notification_wakes_an_idle_worker(aiohttp_client, settings, receiver):
+    app = create_app(settings)
+    worker = app[WEBHOOK_RUNTIME].worker
+    assert worker is not None
+    worker.poll_seconds = 3600  # it would never poll during this test
+    client = await aiohttp_client(app)
+    admin = await key_headers(client.app)
+    await asyncio.sleep(0.2)  # the worker found nothing due and went to sleep
+    await create_webhook(client, admin, url=receiver.url, events=["tenant.created"])
+    await create_tenant(client, admin)
+
+    async def arrived() -> bool:
+        return len(receiver.requests) == 1
+
+    await eventually(arrived)
+
+
+async def test_polling_delivers_without_notifications(aiohttp_client, settings, receiver):
+    app = create_app(settings)
+    worker = app[WEBHOOK_RUNTIME].worker
+    assert worker is not None
+    worker.poll_seconds = 0.2
+    worker._listen_after = float("inf")  # never LISTENs: as if the connection were down
+    client = await aiohttp_client(app)
+    admin = await key_headers(client.app)
+    await create_webhook(client, admin, url=receiver.url, events=["tenant.created"])
+    await create_tenant(client, admin)
+
+    async def arrived() -> bool:
+        return len(receiver.requests) == 1
+
+    await eventually(arrived)
+    assert worker._listener is None

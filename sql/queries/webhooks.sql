@@ -22,12 +22,13 @@ LEFT JOIN tenants t ON t.id = w.tenant_id
 WHERE w.id = $1;
 
 -- name: lock_webhook
--- One webhook locked for update (a change or a rotation), with its tenant's path.
+-- One webhook locked for a change or a rotation (NO KEY: fan-outs that reference it
+-- need not wait), with its tenant's path.
 SELECT w.*, t.ancestry_path AS tenant_path
 FROM webhooks w
 LEFT JOIN tenants t ON t.id = w.tenant_id
 WHERE w.id = $1
-FOR UPDATE OF w;
+FOR NO KEY UPDATE OF w;
 
 -- name: list_webhooks
 -- Webhooks in id order: all ($1 NULL) or those of $1's subtree (never global ones),
