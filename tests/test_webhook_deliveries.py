@@ -1,11 +1,10 @@
-"""End-to-end deliveries to a real receiver on 127.0.0.1: bodies, signatures, retries,
-dead letters, retry-all and the test endpoint."""
+"""End-to-end deliveries to a real receiver on 127.0.0.1: every event type's body and
+signatures, secret rotation, the test endpoint, waking and stopping the worker."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,15 +16,21 @@ from service.app import create_app
 from service.config import Settings
 from service.http.appkeys import DATABASE, DEPS, WEBHOOK_RUNTIME
 from service.usecases.recording import Event
-from tests.conftest import base_env
 from tests.support.api import create_tenant, get_json
 from tests.support.keys import key_headers
 from tests.support.webhooks import (
+    ISO_MS,
     Received,
     Receiver,
+    always_unavailable,
+    check_signed,
+    create_webhook,
+    delivery_settings,
     eventually,
+    patch,
     verify_service_signature,
     verify_standard_signature,
+    wait_status,
 )
 
 ALL_EVENTS = [
@@ -33,22 +38,11 @@ ALL_EVENTS = [
     "config.updated", "config.deleted",
     "permission.created", "permission.updated", "permission.deleted",
 ]  # fmt: skip
-ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 
 @pytest.fixture
 def settings(fresh_db_url: str, tmp_path: Path) -> Settings:
-    return Settings.from_env(
-        base_env(
-            fresh_db_url,
-            tmp_path,
-            WEBHOOK_ALLOW_HTTP="true",
-            WEBHOOK_ALLOWED_PRIVATE_CIDRS="127.0.0.1/32",
-            WEBHOOK_RETRY_BASE_SECONDS="0.5",
-            WEBHOOK_MAX_ATTEMPTS="3",
-            WEBHOOK_TIMEOUT_SECONDS="2",
-        )
-    )
+    return delivery_settings(fresh_db_url, tmp_path)
 
 
 @pytest.fixture
@@ -61,28 +55,6 @@ async def receiver() -> AsyncIterator[Receiver]:
     server = await Receiver().start()
     yield server
     await server.close()
-
-
-async def create_webhook(client: Any, headers: dict[str, str], **body: Any) -> dict[str, Any]:
-    resp = await client.post("/api/v1/webhooks", json=body, headers=headers)
-    data: dict[str, Any] = await resp.json()
-    assert resp.status == 201, data
-    return data
-
-
-async def patch(client: Any, headers: dict[str, str], path: str, body: Any) -> Any:
-    resp = await client.patch(path, json=body, headers=headers)
-    data = await resp.json()
-    assert resp.status == 200, data
-    return data
-
-
-def check_signed(secret: str, received: Received) -> None:
-    assert verify_service_signature(secret, received)
-    verify_standard_signature(secret, received)  # raises when no signature matches
-    assert received.headers["webhook-id"] == received.delivery_id
-    assert received.headers["X-Service-Event"] == received.json["event"]
-    assert received.headers["Content-Type"] == "application/json"
 
 
 async def test_every_event_type_arrives_with_the_documented_body(client, admin, receiver):
@@ -172,127 +144,6 @@ async def test_every_event_type_arrives_with_the_documented_body(client, admin, 
         return await get_json(client, "/api/v1/webhooks/deliveries/stats", admin) == done
 
     await eventually(all_recorded)
-
-
-async def fail_twice(received: Received, seen: int) -> int:
-    return 500 if seen < 2 else 200
-
-
-async def always_unavailable(received: Received, seen: int) -> int:
-    return 503
-
-
-async def deliveries_of(client: Any, headers: dict[str, str], hook_id: str) -> list[Any]:
-    page = await get_json(client, f"/api/v1/webhooks/{hook_id}/deliveries", headers)
-    return list(page["data"])
-
-
-async def wait_status(client: Any, headers: dict[str, str], hook_id: str, status: str) -> Any:
-    async def reached() -> Any:
-        rows = await deliveries_of(client, headers, hook_id)
-        return rows[0] if rows and rows[0]["status"] == status else None
-
-    return await eventually(reached)
-
-
-async def test_retries_back_off_with_growing_gaps_and_keep_the_delivery_id(client, admin, receiver):
-    receiver.behaviour = fail_twice
-    tenant = await create_tenant(client, admin)
-    hook = await create_webhook(
-        client, admin, url=receiver.url, events=["tenant.updated"], tenant_id=tenant["id"]
-    )
-    await patch(client, admin, f"/api/v1/tenants/{tenant['id']}", {"name": "Renamed"})
-
-    delivery = await wait_status(client, admin, hook["id"], "success")
-    attempts = receiver.for_delivery(delivery["id"])
-    assert [r.status for r in attempts] == [500, 500, 200]
-    assert len({r.delivery_id for r in attempts}) == 1
-    assert len({r.body for r in attempts}) == 1  # the same event body on every attempt
-    for received in attempts:
-        check_signed(hook["secret"], received)
-    first_gap = attempts[1].started - attempts[0].started
-    second_gap = attempts[2].started - attempts[1].started
-    # base 0.5 s: after failure 1 about 0.5 s (±20 %), after failure 2 about 1 s (±20 %)
-    assert first_gap >= 0.4
-    assert second_gap >= 0.8
-    assert second_gap > first_gap
-    assert delivery["attempts"] == 3
-    assert delivery["max_attempts"] == 3
-    assert delivery["last_response_code"] == 200
-    assert delivery["last_error"] is None
-    assert delivery["next_attempt_at"] is None
-    assert delivery["event_type"] == "tenant.updated"
-
-
-async def test_dead_letter_then_retry_all_delivers(client, admin, receiver, db_conn):
-    receiver.behaviour = always_unavailable
-    hook = await create_webhook(client, admin, url=receiver.url, events=["tenant.created"])
-    tenant = await create_tenant(client, admin)
-
-    failed = await wait_status(client, admin, hook["id"], "failed")
-    assert failed["attempts"] == 3
-    assert failed["last_response_code"] == 503
-    assert failed["last_error"] == "HTTP 503"
-    assert failed["next_attempt_at"] is None
-    assert len(receiver.for_delivery(failed["id"])) == 3
-
-    dead = await get_json(client, "/api/v1/webhooks/deliveries/failed", admin)
-    assert [d["id"] for d in dead] == [failed["id"]]
-    assert dead[0]["webhook"] == {"id": hook["id"], "url": receiver.url, "tenant_id": None}
-    event = dead[0]["event"]
-    assert event["type"] == "tenant.created"
-    assert event["tenant_id"] == tenant["id"]
-    assert event["payload"]["id"] == tenant["id"]
-    assert ISO_MS.match(event["created_at"])
-    assert {k: v for k, v in dead[0].items() if k not in ("webhook", "event")} == failed
-    stats = await get_json(client, "/api/v1/webhooks/deliveries/stats", admin)
-    assert stats == {"total": 1, "pending": 0, "success": 0, "failed": 1}
-    by_hook = await get_json(
-        client, f"/api/v1/webhooks/deliveries/stats?webhook_id={hook['id']}", admin
-    )
-    assert by_hook == stats
-
-    receiver.behaviour = fail_twice  # the 4th request overall: succeeds
-    resp = await client.post("/api/v1/webhooks/deliveries/retry-all", headers=admin)
-    assert resp.status == 200
-    assert await resp.json() == {"retried": 1}
-    delivered = await wait_status(client, admin, hook["id"], "success")
-    assert delivered["id"] == failed["id"]
-    assert delivered["attempts"] == 1  # retry-all cleared the counter
-    assert len(receiver.for_delivery(failed["id"])) == 4
-    assert await get_json(client, "/api/v1/webhooks/deliveries/failed", admin) == []
-    audit = await db_conn.fetch(
-        "SELECT resource_type, resource_id, changes FROM audit_logs WHERE action = $1",
-        "delivery.retried",
-    )
-    assert [dict(a) for a in audit] == [
-        {"resource_type": "delivery", "resource_id": None,
-         "changes": {"retried": 1, "webhook_id": None}}
-    ]  # fmt: skip
-    resp = await client.post("/api/v1/webhooks/deliveries/retry-all", headers=admin)
-    assert await resp.json() == {"retried": 0}
-
-
-async def test_retry_one_delivery(client, admin, receiver):
-    receiver.behaviour = always_unavailable
-    hook = await create_webhook(client, admin, url=receiver.url, events=["tenant.created"])
-    await create_tenant(client, admin)
-    failed = await wait_status(client, admin, hook["id"], "failed")
-
-    receiver.behaviour = fail_twice
-    resp = await client.post(f"/api/v1/webhooks/deliveries/{failed['id']}/retry", headers=admin)
-    assert resp.status == 200
-    assert await resp.json() == {"success": True}
-    await wait_status(client, admin, hook["id"], "success")
-    # Not failed any more: nothing to retry.
-    resp = await client.post(f"/api/v1/webhooks/deliveries/{failed['id']}/retry", headers=admin)
-    assert await resp.json() == {"success": False}
-    missing = "01900000-0000-7000-8000-000000000000"
-    resp = await client.post(f"/api/v1/webhooks/deliveries/{missing}/retry", headers=admin)
-    assert resp.status == 404
-    assert (await resp.json())["error"]["code"] == "DELIVERY_NOT_FOUND"
-    resp = await client.post("/api/v1/webhooks/deliveries/nope/retry", headers=admin)
-    assert resp.status == 400
 
 
 async def test_rotation_signs_with_both_secrets_for_a_day(client, admin, receiver):
@@ -396,6 +247,7 @@ async def test_a_cancelled_attempt_gives_its_claim_back(client, admin, receiver)
     assert worker is not None
     assert worker.in_flight == 1
     [task] = list(worker._inflight)
+    capacity, worker.concurrency = worker.concurrency, 0  # claim nothing meanwhile
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
@@ -405,13 +257,15 @@ async def test_a_cancelled_attempt_gives_its_claim_back(client, admin, receiver)
     )
     # Released at once (its lease would otherwise hold it for 2 x timeout + 5 s).
     assert dict(row) == {"status": "pending", "attempts": 0, "leased_by": None, "due": True}
+    worker.concurrency = capacity
+    worker.wake()
     answer.set()
     delivered = await wait_status(client, admin, hook["id"], "success")
     assert delivered["attempts"] == 1  # the released attempt was not counted
     assert [r.delivery_id for r in receiver.requests] == [delivered["id"]] * 2
 
 
-async def test_a_notification_wakes_an_idle_worker(aiohttp_client, settings, receiver):
+async def test_a_notification_wakes_an_idle_worker(settings, aiohttp_client, receiver):
     app = create_app(settings)
     worker = app[WEBHOOK_RUNTIME].worker
     assert worker is not None
@@ -428,7 +282,7 @@ async def test_a_notification_wakes_an_idle_worker(aiohttp_client, settings, rec
     await eventually(arrived)
 
 
-async def test_polling_delivers_without_notifications(aiohttp_client, settings, receiver):
+async def test_polling_delivers_without_notifications(settings, aiohttp_client, receiver):
     app = create_app(settings)
     worker = app[WEBHOOK_RUNTIME].worker
     assert worker is not None

@@ -194,7 +194,7 @@ async def test_unsafe_targets_are_never_connected_to_at_delivery(
 
 
 async def test_a_redirect_to_a_private_address_is_not_followed(
-    aiohttp_client, fresh_db_url, tmp_path, listeners
+    fresh_db_url, aiohttp_client, tmp_path, listeners
 ):
     connections = ConnectionLog()
     settings = Settings.from_env(

@@ -23,7 +23,9 @@ from typing import Any
 
 import asyncpg
 
+from service.db.errors import is_unavailable
 from service.db.pool import connect
+from service.errors import ServiceError
 from service.logs import get_logger
 from service.repositories.deliveries import Claim
 from service.usecases.deps import Deps
@@ -147,9 +149,16 @@ class DeliveryWorker:
         except asyncio.CancelledError:
             await self._release(claim)
             raise
-        except Exception:
+        except Exception as exc:
             # The lease stays: the delivery is due again when it runs out.
-            log.exception("delivery attempt crashed", delivery_id=str(claim.id))
+            if is_unavailable(exc) or isinstance(exc, ServiceError):
+                log.warning(
+                    "delivery outcome not recorded: database unavailable; due again when "
+                    "its lease ends",
+                    delivery_id=str(claim.id), error=type(exc).__name__,
+                )  # fmt: skip
+            else:
+                log.exception("delivery attempt crashed", delivery_id=str(claim.id))
         finally:
             if task is not None:
                 self._inflight.pop(task, None)

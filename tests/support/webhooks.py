@@ -7,6 +7,7 @@ import asyncio
 import hashlib
 import hmac
 import ipaddress
+import re
 import socket
 import time
 from collections.abc import Awaitable, Callable
@@ -17,7 +18,27 @@ import orjson
 from aiohttp import web
 from standardwebhooks import Webhook as StandardWebhook
 
+from service.config import Settings
 from service.webhooks.addresses import IPAddress
+from tests.conftest import base_env
+from tests.support.api import get_json
+
+ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+
+
+def delivery_settings(dsn: str, data_dir: Any) -> Settings:
+    """Deliveries to loopback receivers with a short backoff base and three attempts."""
+    return Settings.from_env(
+        base_env(
+            dsn,
+            data_dir,
+            WEBHOOK_ALLOW_HTTP="true",
+            WEBHOOK_ALLOWED_PRIVATE_CIDRS="127.0.0.1/32",
+            WEBHOOK_RETRY_BASE_SECONDS="0.5",
+            WEBHOOK_MAX_ATTEMPTS="3",
+            WEBHOOK_TIMEOUT_SECONDS="2",
+        )
+    )
 
 
 @dataclass
@@ -151,3 +172,46 @@ async def eventually(
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {within} s (last: {value!r})")
         await asyncio.sleep(interval)
+
+
+async def create_webhook(client: Any, headers: dict[str, str], **body: Any) -> dict[str, Any]:
+    resp = await client.post("/api/v1/webhooks", json=body, headers=headers)
+    data: dict[str, Any] = await resp.json()
+    assert resp.status == 201, data
+    return data
+
+
+async def patch(client: Any, headers: dict[str, str], path: str, body: Any) -> Any:
+    resp = await client.patch(path, json=body, headers=headers)
+    data = await resp.json()
+    assert resp.status == 200, data
+    return data
+
+
+def check_signed(secret: str, received: Received) -> None:
+    assert verify_service_signature(secret, received)
+    verify_standard_signature(secret, received)  # raises when no signature matches
+    assert received.headers["webhook-id"] == received.delivery_id
+    assert received.headers["X-Service-Event"] == received.json["event"]
+    assert received.headers["Content-Type"] == "application/json"
+
+
+async def fail_twice(received: Received, seen: int) -> int:
+    return 500 if seen < 2 else 200
+
+
+async def always_unavailable(received: Received, seen: int) -> int:
+    return 503
+
+
+async def deliveries_of(client: Any, headers: dict[str, str], hook_id: str) -> list[Any]:
+    page = await get_json(client, f"/api/v1/webhooks/{hook_id}/deliveries", headers)
+    return list(page["data"])
+
+
+async def wait_status(client: Any, headers: dict[str, str], hook_id: str, status: str) -> Any:
+    async def reached() -> Any:
+        rows = await deliveries_of(client, headers, hook_id)
+        return rows[0] if rows and rows[0]["status"] == status else None
+
+    return await eventually(reached)
