@@ -275,6 +275,11 @@ async def test_scoped_callers_see_their_subtree_only(client, admin):
         {"url": URL, "events": ["tenant.created"], "tenant_id": sibling["id"]},
     )  # fmt: skip
     assert (status, data["error"]["code"]) == (404, "TENANT_NOT_FOUND")
+    status, data = await post(
+        client, "/api/v1/webhooks", scoped,
+        {"url": "http://10.0.0.1/", "events": ["tenant.created"], "tenant_id": sibling["id"]},
+    )  # fmt: skip
+    assert (status, data["error"]["code"]) == (404, "TENANT_NOT_FOUND")  # before the URL
     own = await make_hook(client, scoped, tenant_id=child["id"])
     assert own["tenant_id"] == child["id"]
 

@@ -61,6 +61,11 @@ class WebhookChanges:
             raise ServiceError(
                 "TENANT_ACCESS_DENIED", "a tenant-scoped caller cannot create global webhooks"
             )
+        if body.tenant_id is not None:
+            # 404 or 410 before any DNS work; checked again under a lock below.
+            tenant_id = body.tenant_id
+            nodes = await self.deps.db.run(lambda c: self.tenants.get_tenant_nodes(c, [tenant_id]))
+            visible_active(principal, nodes.get(tenant_id))
         await self._check_url(body.url)
         secret = body.secret or generate_secret()
 
