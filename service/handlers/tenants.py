@@ -12,7 +12,7 @@ from service.http.middleware import actor_of, principal_of
 from service.http.requests import field_error, parse_query, path_uuid, read_body
 from service.http.responses import json_response
 from service.http.routing import Api
-from service.representations import tenant_etag, tenant_json
+from service.representations import opt_str, tenant_etag, tenant_json
 from service.schemas.tenants import (
     ChildrenQuery,
     DescendantsQuery,
@@ -33,7 +33,7 @@ TENANT_ERRORS = ("VALIDATION_ERROR", "TENANT_NOT_FOUND", "TENANT_ARCHIVED")
 def _page_body(page: Page) -> dict[str, Any]:
     return {
         "data": [tenant_json(t) for t in page.items],
-        "next_cursor": None if page.next_cursor is None else str(page.next_cursor),
+        "next_cursor": opt_str(page.next_cursor),
         "has_more": page.has_more,
     }
 

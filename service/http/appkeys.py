@@ -11,8 +11,12 @@ from service.db.pool import Database
 from service.db.queries import Queries
 from service.http.routing import Endpoint
 from service.repositories.registry import Repositories
+from service.usecases.config_entries import ConfigEntries
+from service.usecases.context import TenantContext
 from service.usecases.delivery_admin import DeliveryAdmin
 from service.usecases.deps import Deps
+from service.usecases.encryption_keys import EncryptionKeyRotation
+from service.usecases.permissions import PermissionPolicies
 from service.usecases.tenant_changes import TenantChanges
 from service.usecases.tenant_creation import TenantCreation
 from service.usecases.tenant_moves import TenantMoves
@@ -27,6 +31,7 @@ REPOSITORIES = web.AppKey("repositories", Repositories)
 KEYRING = web.AppKey("keyring", KeyRing)
 ENDPOINTS = web.AppKey("endpoints", dict[tuple[str, str], Endpoint])
 DATABASE = web.AppKey("database", Database)
+MIGRATION_HEAD = web.AppKey("migration_head", int)
 DEPS = web.AppKey("deps", Deps)
 AUTHENTICATOR = web.AppKey("authenticator", Authenticator)
 TENANT_QUERIES = web.AppKey("tenant_queries", TenantQueries)
@@ -38,3 +43,7 @@ WEBHOOK_CHANGES = web.AppKey("webhook_changes", WebhookChanges)
 WEBHOOK_QUERIES = web.AppKey("webhook_queries", WebhookQueries)
 WEBHOOK_TESTING = web.AppKey("webhook_testing", WebhookTesting)
 DELIVERY_ADMIN = web.AppKey("delivery_admin", DeliveryAdmin)
+CONFIG_ENTRIES = web.AppKey("config_entries", ConfigEntries)
+PERMISSION_POLICIES = web.AppKey("permission_policies", PermissionPolicies)
+TENANT_CONTEXT = web.AppKey("tenant_context", TenantContext)
+ENCRYPTION_KEY_ROTATION = web.AppKey("encryption_key_rotation", EncryptionKeyRotation)

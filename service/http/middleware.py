@@ -51,11 +51,13 @@ def _http_error(exc: web.HTTPException, request: web.Request) -> ServiceError:
     if exc.status == 404:
         return ServiceError("NOT_FOUND", f"no route for {request.path}")
     if exc.status == 405:
-        allowed = sorted(getattr(exc, "allowed_methods", ()) or ())
+        allowed = set(getattr(exc, "allowed_methods", ()) or ())
+        if "GET" in allowed:
+            allowed.add("HEAD")  # aiohttp answers HEAD on every GET route
         return ServiceError(
             "METHOD_NOT_ALLOWED",
             f"{request.method} is not allowed here",
-            headers={"Allow": ", ".join(allowed)},
+            headers={"Allow": ", ".join(sorted(allowed))},
         )
     if exc.status == 413:
         return ServiceError("PAYLOAD_TOO_LARGE", "the request body is too large")

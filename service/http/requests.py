@@ -12,8 +12,9 @@ from aiohttp import web
 from service.errors import FieldError, ServiceError
 
 T = TypeVar("T")
-_AT = re.compile(r"^(?P<message>.*?)(?: - at `(?P<path>[^`]*)`)?$", re.DOTALL)
+_AT = re.compile(r"^(?P<message>.*?)(?: - at (?P<key>`key` in )?`(?P<path>[^`]*)`)?$", re.DOTALL)
 _NAMED = re.compile(r"^Object (?:contains unknown|missing required) field `(?P<name>[^`]+)`$")
+_CHECKED = re.compile(r"^(?P<name>[A-Za-z_][\w.:\[\]-]*): (?P<message>.+)$", re.DOTALL)
 
 
 def _path_to_field(path: str | None) -> str:
@@ -27,8 +28,14 @@ def field_error(exc: msgspec.ValidationError, *, prefix: str = "") -> FieldError
     match = _AT.match(str(exc))
     assert match is not None
     message, field = match["message"], _path_to_field(match["path"])
+    if match["key"]:
+        message = f"invalid key: {message}"
     named = _NAMED.match(message)
-    if named:
+    checked = _CHECKED.match(message)
+    if checked and not named:
+        field = f"{field}.{checked['name']}" if field else checked["name"]
+        message = checked["message"]
+    elif named:
         field = f"{field}.{named['name']}" if field else named["name"]
         message = message.replace("Object contains unknown field", "unknown field").replace(
             "Object missing required field", "missing required field"
@@ -49,6 +56,8 @@ def decode_json(data: bytes, type_: type[T]) -> T:
         raise validation_failed(field_error(exc)) from None
     except msgspec.DecodeError as exc:
         raise validation_failed(FieldError("body", f"malformed JSON: {exc}")) from None
+    except UnicodeDecodeError:
+        raise validation_failed(FieldError("body", "the body is not valid UTF-8")) from None
     except RecursionError:
         raise validation_failed(FieldError("body", "JSON nested too deeply")) from None
 

@@ -9,8 +9,14 @@ from typing import Any
 from uuid import UUID
 
 import asyncpg
+import orjson
 
 from service.db.repository import NamedSql, Repository
+
+
+def json_text(value: Any) -> str:
+    # JSON values travel as text: asyncpg would read a list inside a jsonb[] as a sub-array.
+    return orjson.dumps(value).decode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +43,10 @@ class ConfigWrite:
 
 class ConfigEntriesRepository(Repository):
     _list = NamedSql("list_config_entries")
+    _get = NamedSql("get_config_entry")
+    _upsert_one = NamedSql("upsert_config_entry")
+    _delete_one = NamedSql("delete_config_entry")
+    _lock_keys = NamedSql("lock_config_keys")
     _locked = NamedSql("find_locked_config_keys")
     _insert_new = NamedSql("insert_config_for_new_tenants")
     _upsert = NamedSql("upsert_config_values")
@@ -46,6 +56,40 @@ class ConfigEntriesRepository(Repository):
         self, conn: asyncpg.Connection, tenant_id: UUID
     ) -> list[ConfigEntry]:
         return [ConfigEntry(**r) for r in await conn.fetch(self._list, tenant_id)]
+
+    async def get_config_entry(
+        self, conn: asyncpg.Connection, tenant_id: UUID, key: str
+    ) -> ConfigEntry | None:
+        row = await conn.fetchrow(self._get, tenant_id, key)
+        return None if row is None else ConfigEntry(**row)
+
+    async def upsert_config_entry(
+        self, conn: asyncpg.Connection, tenant_id: UUID, write: ConfigWrite, *, locked: bool
+    ) -> ConfigEntry:
+        row = await conn.fetchrow(
+            self._upsert_one,
+            tenant_id,
+            write.key,
+            write.value,
+            write.encrypted_value,
+            locked,
+            write.sensitive,
+        )
+        assert row is not None
+        return ConfigEntry(**row)
+
+    async def delete_config_entry(
+        self, conn: asyncpg.Connection, tenant_id: UUID, key: str
+    ) -> ConfigEntry | None:
+        row = await conn.fetchrow(self._delete_one, tenant_id, key)
+        return None if row is None else ConfigEntry(**row)
+
+    async def lock_config_keys(
+        self, conn: asyncpg.Connection, keys: Sequence[tuple[UUID, str]]
+    ) -> None:
+        """Hold (tree root, key) write locks until the transaction ends."""
+        if keys:
+            await conn.fetchval(self._lock_keys, [k[0] for k in keys], [k[1] for k in keys])
 
     async def find_locked_config_keys(
         self, conn: asyncpg.Connection, tenant_id: UUID, keys: Sequence[str]
@@ -64,7 +108,7 @@ class ConfigEntriesRepository(Repository):
                 self._insert_new,
                 [e[0] for e in entries],
                 [e[1] for e in entries],
-                [e[2] for e in entries],
+                [json_text(e[2]) for e in entries],
             )
 
     async def upsert_config_values(
@@ -75,7 +119,7 @@ class ConfigEntriesRepository(Repository):
                 self._upsert,
                 tenant_id,
                 [w.key for w in writes],
-                [w.value for w in writes],
+                [None if w.sensitive else json_text(w.value) for w in writes],
                 [w.encrypted_value for w in writes],
                 [w.sensitive for w in writes],
             )

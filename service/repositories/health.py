@@ -8,7 +8,7 @@ from service.db.repository import NamedSql, Repository
 
 
 class HealthRepository(Repository):
-    _ping = NamedSql("ping")
+    _ping = NamedSql("ping_database")
 
     async def ping(self, conn: asyncpg.Connection) -> bool:
         return bool(await conn.fetchval(self._ping))

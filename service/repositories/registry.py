@@ -8,9 +8,12 @@ from service.db.migrations import MigrationsRepository
 from service.db.queries import Queries
 from service.repositories.api_keys import ApiKeysRepository
 from service.repositories.config_entries import ConfigEntriesRepository
+from service.repositories.context import ContextRepository
 from service.repositories.deliveries import DeliveriesRepository
+from service.repositories.encryption_keys import EncryptionKeysRepository
 from service.repositories.health import HealthRepository
 from service.repositories.outbox import OutboxRepository
+from service.repositories.permissions import PermissionsRepository
 from service.repositories.tenants import TenantsRepository
 from service.repositories.webhooks import WebhooksRepository
 
@@ -25,6 +28,9 @@ class Repositories:
     migrations: MigrationsRepository
     webhooks: WebhooksRepository
     deliveries: DeliveriesRepository
+    permissions: PermissionsRepository
+    context: ContextRepository
+    encryption_keys: EncryptionKeysRepository
 
     @classmethod
     def build(cls, queries: Queries) -> Repositories:
@@ -37,4 +43,7 @@ class Repositories:
             migrations=MigrationsRepository(queries),
             webhooks=WebhooksRepository(queries),
             deliveries=DeliveriesRepository(queries),
+            permissions=PermissionsRepository(queries),
+            context=ContextRepository(queries),
+            encryption_keys=EncryptionKeysRepository(queries),
         )

@@ -91,6 +91,7 @@ class TenantsRepository(Repository):
     _get = NamedSql("get_tenant")
     _get_many = NamedSql("get_tenants_by_ids")
     _get_by_slug = NamedSql("get_tenant_by_slug")
+    _node = NamedSql("get_tenant_node")
     _nodes = NamedSql("get_tenant_nodes")
     _lock_roots_shared = NamedSql("lock_tree_roots_shared")
     _lock_roots_exclusive = NamedSql("lock_tree_roots_exclusive")
@@ -126,6 +127,10 @@ class TenantsRepository(Repository):
     async def get_tenant_by_slug(self, conn: asyncpg.Connection, slug: str) -> Tenant | None:
         row = await conn.fetchrow(self._get_by_slug, slug)
         return None if row is None else _tenant(row)
+
+    async def get_tenant_node(self, conn: asyncpg.Connection, tenant_id: UUID) -> TenantNode | None:
+        row = await conn.fetchrow(self._node, tenant_id)
+        return None if row is None else _node(row)
 
     async def get_tenant_nodes(
         self, conn: asyncpg.Connection, ids: Sequence[UUID]
@@ -211,12 +216,13 @@ class TenantsRepository(Repository):
     async def list_descendants(
         self,
         conn: asyncpg.Connection,
-        tenant_id: UUID,
+        ancestry_path: str,
         *,
         max_depth: int | None,
         include_archived: bool,
     ) -> list[Tenant]:
-        rows = await conn.fetch(self._descendants, tenant_id, max_depth, include_archived)
+        """Descendants of the tenant at ancestry_path, down to absolute depth max_depth."""
+        rows = await conn.fetch(self._descendants, ancestry_path, max_depth, include_archived)
         return [_tenant(r) for r in rows]
 
     async def has_active_children(self, conn: asyncpg.Connection, tenant_id: UUID) -> bool:

@@ -1,4 +1,8 @@
-"""Constrained types and checks shared by every request schema."""
+"""Constrained types and checks shared by every request schema.
+
+Checks raise ValueError("<field>: <message>") from a Struct's __post_init__; msgspec
+reports those at the object, and the request decoder lifts the field name back out.
+"""
 
 from __future__ import annotations
 
@@ -22,13 +26,13 @@ class Strict(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 def check_text(value: str, field: str) -> None:
     """Text the database can store and a pattern's `$` cannot be fooled by."""
     if "\x00" in value:
-        raise ValueError(f"{field} must not contain NUL characters")
+        raise ValueError(f"{field}: must not contain NUL characters")
 
 
 def check_anchored(value: str, field: str) -> None:
     # msgspec checks patterns with re.search, where `$` also matches before a final newline.
     if "\n" in value:
-        raise ValueError(f"{field} must not contain a newline")
+        raise ValueError(f"{field}: must not contain a newline")
 
 
 def check_json(value: Any, field: str, *, max_depth: int = MAX_JSON_DEPTH) -> None:
@@ -37,14 +41,14 @@ def check_json(value: Any, field: str, *, max_depth: int = MAX_JSON_DEPTH) -> No
     while stack:
         item, depth = stack.pop()
         if depth > max_depth:
-            raise ValueError(f"{field} is nested more than {max_depth} levels deep")
+            raise ValueError(f"{field}: nested more than {max_depth} levels deep")
         if isinstance(item, str):
             check_text(item, field)
         elif isinstance(item, bool) or item is None or isinstance(item, float):
             continue
         elif isinstance(item, int):
             if not _INT_MIN <= item <= _INT_MAX:
-                raise ValueError(f"{field} holds an integer outside the 64-bit range")
+                raise ValueError(f"{field}: holds an integer outside the 64-bit range")
         elif isinstance(item, dict):
             for key, child in item.items():
                 check_text(key, field)
@@ -56,7 +60,7 @@ def check_json(value: Any, field: str, *, max_depth: int = MAX_JSON_DEPTH) -> No
 def check_config_value(value: Any, field: str) -> None:
     check_json(value, field)
     if len(orjson.dumps(value)) > MAX_VALUE_BYTES:
-        raise ValueError(f"{field} is larger than 64 KiB")
+        raise ValueError(f"{field}: larger than 64 KiB")
 
 
 def check_config_map(config: dict[str, Any] | None, field: str = "config") -> None:

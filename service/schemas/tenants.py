@@ -38,7 +38,7 @@ class TenantCreate(Strict):
         check_anchored(self.slug, "slug")
         check_config_map(self.config)
         if self.config and any(v is None for v in self.config.values()):
-            raise ValueError("config values on create must not be null")
+            raise ValueError("config: values on create must not be null")
         if self.metadata is not None:
             check_json(self.metadata, "metadata")
 

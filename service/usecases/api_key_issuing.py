@@ -13,6 +13,7 @@ from service.auth.keys import Environment, generate_key, hash_key
 from service.auth.principal import Actor
 from service.ids import uuid7
 from service.repositories.api_keys import ApiKey, ApiKeysRepository, NewApiKey
+from service.representations import opt_str
 from service.usecases.recording import AuditRecord, ChangeRecorder
 
 
@@ -75,7 +76,7 @@ async def issue_api_key(
                     "prefix": stored.prefix,
                     "environment": environment,
                     "scopes": stored.scopes,
-                    "tenant_id": None if tenant_id is None else str(tenant_id),
+                    "tenant_id": opt_str(tenant_id),
                 },
             },
         ),

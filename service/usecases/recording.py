@@ -13,6 +13,7 @@ from service.auth.principal import Actor
 from service.errors import RetryTransaction
 from service.ids import uuid7
 from service.repositories.outbox import NewAuditEntry, NewEvent, OutboxRepository
+from service.representations import opt_str
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +56,7 @@ class ChangeRecorder:
                     actor_type=actor.actor_type,
                     action=r.action,
                     resource_type=r.resource_type,
-                    resource_id=None if r.resource_id is None else str(r.resource_id),
+                    resource_id=opt_str(r.resource_id),
                     changes=r.changes,
                     request_id=actor.request_id,
                     ip_address=actor.ip_address,

@@ -14,8 +14,9 @@ from service.crypto import PURPOSE_CONFIG, config_aad
 from service.errors import FieldError, RetryTransaction, ServiceError
 from service.repositories.config_entries import ConfigEntry, ConfigWrite
 from service.repositories.tenants import Tenant, TenantNode
-from service.representations import SENSITIVE_MASK, tenant_json
+from service.representations import SENSITIVE_MASK, opt_str, tenant_json
 from service.schemas.tenants import TenantPatch
+from service.usecases.config_values import same_json
 from service.usecases.deps import Deps
 from service.usecases.merge_patch import merge_patch
 from service.usecases.recording import AuditRecord, Event
@@ -103,6 +104,9 @@ class TenantChanges:
         self, conn: asyncpg.Connection, node: TenantNode, patch: dict[str, Any]
     ) -> list[Event]:
         """Merge the config patch into the tenant's own entries; events for what changed."""
+        # The tenant is locked FOR UPDATE, so its chain of ancestors (and root) is fixed;
+        # the key locks keep a concurrent lock by an ancestor from being missed.
+        await self.config.lock_config_keys(conn, [(node.root_id, key) for key in patch])
         if node.parent_id is not None:
             locked = await self.config.find_locked_config_keys(conn, node.parent_id, list(patch))
             if locked:
@@ -152,7 +156,7 @@ class TenantChanges:
             )
             return ConfigWrite(key, None, token, True)
         merged = merge_patch(entry.value if entry else None, value)
-        if entry is not None and merged == entry.value:
+        if entry is not None and same_json(merged, entry.value):
             return None
         return ConfigWrite(key, merged, None, False)
 
@@ -160,88 +164,67 @@ class TenantChanges:
         self, principal: Principal, actor: Actor, tenant_id: UUID, *, if_match: str | None
     ) -> None:
         async def work(conn: asyncpg.Connection) -> None:
-            node = await self._lock_in_tree(conn, principal, tenant_id)
+            await self._lock_in_tree(conn, principal, tenant_id)
             if if_match is not None:
-                current = await self.tenants.get_tenant(conn, tenant_id)
-                assert current is not None
-                check_if_match(if_match, current)
+                check_if_match(if_match, await self._tenant(conn, tenant_id))
             if await self.tenants.has_active_children(conn, tenant_id):
                 raise ServiceError(
                     "HAS_CHILDREN", "the tenant has active children; archive or move them first"
                 )
             await self.tenants.archive_tenant(conn, tenant_id)
-            current = await self.tenants.get_tenant(conn, tenant_id)
-            assert current is not None
-            await self.deps.recorder.record(
-                conn,
-                actor,
-                AuditRecord(
-                    "tenant.deleted",
-                    "tenant",
-                    tenant_id,
-                    tenant_id,
-                    {"before": {"status": "active"}, "after": {"status": "archived"}},
-                ),
-                [
-                    Event(
-                        "tenant.deleted",
-                        tenant_id,
-                        {
-                            "id": str(tenant_id),
-                            "slug": current.slug,
-                            "parent_id": None if node.parent_id is None else str(node.parent_id),
-                            "deleted_at": tenant_json(current)["deleted_at"],
-                        },
-                    )
-                ],
-            )
+            archived = await self._tenant(conn, tenant_id)
+            await self._record_status(
+                conn, actor, archived, "tenant.deleted",
+                {"deleted_at": tenant_json(archived)["deleted_at"]},
+            )  # fmt: skip
 
         await self.deps.db.transaction(work)
 
     async def restore(self, principal: Principal, actor: Actor, tenant_id: UUID) -> Tenant:
+        """Bring an archived tenant back; restoring an active tenant changes nothing."""
+
         async def work(conn: asyncpg.Connection) -> Tenant:
             node = await self._lock_in_tree(conn, principal, tenant_id, archived=True)
-            if node.status == "archived":
-                if node.parent_id is not None:
-                    parent = (await self.tenants.lock_tenant_nodes_shared(conn, [node.parent_id]))[
-                        node.parent_id
-                    ]
-                    if parent.is_archived:
-                        raise ServiceError(
-                            "PARENT_ARCHIVED", "the parent tenant is archived; restore it first"
-                        )
-                await self.tenants.restore_tenant(conn, tenant_id)
-                current = await self.tenants.get_tenant(conn, tenant_id)
-                assert current is not None
-                await self.deps.recorder.record(
-                    conn,
-                    actor,
-                    AuditRecord(
-                        "tenant.restored",
-                        "tenant",
-                        tenant_id,
-                        tenant_id,
-                        {"before": {"status": "archived"}, "after": {"status": "active"}},
-                    ),
-                    [
-                        Event(
-                            "tenant.restored",
-                            tenant_id,
-                            {
-                                "id": str(tenant_id),
-                                "slug": current.slug,
-                                "parent_id": None
-                                if node.parent_id is None
-                                else str(node.parent_id),
-                            },
-                        )
-                    ],
-                )
-            result = await self.tenants.get_tenant(conn, tenant_id)
-            assert result is not None
-            return result
+            if not node.is_archived:
+                return await self._tenant(conn, tenant_id)
+            if node.parent_id is not None:
+                parents = await self.tenants.lock_tenant_nodes_shared(conn, [node.parent_id])
+                if parents[node.parent_id].is_archived:
+                    raise ServiceError(
+                        "PARENT_ARCHIVED", "the parent tenant is archived; restore it first"
+                    )
+            await self.tenants.restore_tenant(conn, tenant_id)
+            restored = await self._tenant(conn, tenant_id)
+            await self._record_status(conn, actor, restored, "tenant.restored", {})
+            return restored
 
         return await self.deps.db.transaction(work)
+
+    async def _tenant(self, conn: asyncpg.Connection, tenant_id: UUID) -> Tenant:
+        tenant = await self.tenants.get_tenant(conn, tenant_id)
+        assert tenant is not None, "read inside the transaction that locked it"
+        return tenant
+
+    async def _record_status(
+        self,
+        conn: asyncpg.Connection,
+        actor: Actor,
+        tenant: Tenant,
+        action: str,
+        extra: dict[str, Any],
+    ) -> None:
+        """Audit and event of an archive or a restore (the action names both)."""
+        before = "active" if tenant.status == "archived" else "archived"
+        data = {"id": str(tenant.id), "slug": tenant.slug, "parent_id": opt_str(tenant.parent_id)}
+        await self.deps.recorder.record(
+            conn,
+            actor,
+            AuditRecord(
+                action, "tenant", tenant.id, tenant.id,
+                {"before": {"status": before}, "after": {"status": tenant.status}},
+            ),
+            [Event(action, tenant.id, {**data, **extra})],
+        )  # fmt: skip
 
     async def _lock_in_tree(
         self,

@@ -18,7 +18,7 @@ from service.auth.principal import Actor, Principal
 from service.errors import FieldError, RetryTransaction, ServiceError
 from service.ids import uuid7
 from service.repositories.tenants import NewTenant, Tenant, TenantNode
-from service.representations import tenant_json
+from service.representations import opt_str, tenant_json
 from service.schemas.tenants import TenantCreate
 from service.usecases.deps import Deps
 from service.usecases.recording import AuditRecord, Event
@@ -68,7 +68,7 @@ def created_event(t: NewTenant) -> Event:
             "id": str(t.id),
             "name": t.name,
             "slug": t.slug,
-            "parent_id": None if t.parent_id is None else str(t.parent_id),
+            "parent_id": opt_str(t.parent_id),
             "isolation_strategy": t.isolation_strategy,
             "ancestry_path": t.ancestry_path,
             "depth": t.depth,
@@ -177,6 +177,17 @@ class TenantCreation:
                 errors[index] = ItemError(
                     index, "CONFLICT", f"a tenant with slug {body.slug!r} already exists", "slug"
                 )
+        # Key locks first (see usecases/entry_writes.py): an ancestor locking one of these
+        # keys at this moment is then seen, never missed.
+        await self.config.lock_config_keys(
+            conn,
+            [
+                (parents[body.parent_id].root_id, key)
+                for index, body in bodies
+                if index not in errors and body.parent_id is not None and body.config
+                for key in body.config
+            ],
+        )
         for index, body in bodies:
             if index in errors or body.parent_id is None or not body.config:
                 continue

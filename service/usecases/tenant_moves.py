@@ -14,6 +14,7 @@ import asyncpg
 from service.auth.principal import Actor, Principal
 from service.errors import RetryTransaction, ServiceError
 from service.repositories.tenants import Tenant, TenantNode
+from service.representations import opt_str
 from service.usecases.deps import Deps
 from service.usecases.recording import AuditRecord, Event
 from service.usecases.tenant_access import (
@@ -128,8 +129,8 @@ class TenantMoves:
         )
         after = await self.tenants.get_tenant(conn, node.id)
         assert after is not None
-        old_parent = None if node.parent_id is None else str(node.parent_id)
-        new_parent = None if parent is None else str(parent.id)
+        old_parent = opt_str(node.parent_id)
+        new_parent = opt_str(parent.id if parent else None)
         await self.deps.recorder.record(
             conn,
             actor,

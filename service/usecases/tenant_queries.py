@@ -53,7 +53,9 @@ class TenantQueries:
                 )
                 return Page([found] if keep and found else [], None)
             if query.parent_id is not None:
-                parent = visible(principal, await self.tenants.get_tenant(conn, query.parent_id))
+                parent = visible(
+                    principal, await self.tenants.get_tenant_node(conn, query.parent_id)
+                )
                 rows = await self.tenants.list_children(
                     conn, parent.id, cursor=query.cursor, status=query.status, limit=fetch
                 )
@@ -69,7 +71,7 @@ class TenantQueries:
 
     async def children(self, principal: Principal, tenant_id: UUID, query: ChildrenQuery) -> Page:
         async with self.db.connection() as conn:
-            visible_active(principal, await self.tenants.get_tenant(conn, tenant_id))
+            visible_active(principal, await self.tenants.get_tenant_node(conn, tenant_id))
             rows = await self.tenants.list_children(
                 conn,
                 tenant_id,
@@ -81,7 +83,7 @@ class TenantQueries:
 
     async def ancestors(self, principal: Principal, tenant_id: UUID) -> list[Tenant]:
         async with self.db.connection() as conn:
-            visible_active(principal, await self.tenants.get_tenant(conn, tenant_id))
+            visible_active(principal, await self.tenants.get_tenant_node(conn, tenant_id))
             rows = await self.tenants.list_ancestors(conn, tenant_id)
         # A tenant-scoped caller sees the part of the chain inside its own subtree.
         return [t for t in rows if principal.can_see_path(t.ancestry_path)]
@@ -90,10 +92,10 @@ class TenantQueries:
         self, principal: Principal, tenant_id: UUID, query: DescendantsQuery
     ) -> list[Tenant]:
         async with self.db.connection() as conn:
-            visible_active(principal, await self.tenants.get_tenant(conn, tenant_id))
+            node = visible_active(principal, await self.tenants.get_tenant_node(conn, tenant_id))
             return await self.tenants.list_descendants(
                 conn,
-                tenant_id,
-                max_depth=query.max_depth,
+                node.ancestry_path,
+                max_depth=None if query.max_depth is None else node.depth + query.max_depth,
                 include_archived=query.include_archived,
             )

@@ -1,5 +1,5 @@
 -- Readiness.
 
--- name: ping
+-- name: ping_database
 -- The cheapest round trip: is the database answering?
 SELECT 1 AS ok;

@@ -24,6 +24,12 @@ SELECT td.*
 FROM tenant_details td
 WHERE td.slug = $1;
 
+-- name: get_tenant_node
+-- The tree position of one tenant, without locks.
+SELECT id, parent_id, ancestry_path, depth, status, isolation_strategy, region
+FROM tenants
+WHERE id = $1;
+
 -- name: get_tenant_nodes
 -- Tree positions of several tenants, without locks (to learn which roots to lock).
 SELECT id, parent_id, ancestry_path, depth, status, isolation_strategy, region
@@ -129,13 +135,15 @@ WHERE c.descendant_id = $1
 ORDER BY c.depth DESC;
 
 -- name: list_descendants
--- Descendants in depth-first pre-order, down to $2 levels below (NULL: all), archived
--- ones only when $3.
+-- Descendants of the tenant whose path is $1, in depth-first pre-order: one range scan
+-- of the path index, already in order ("C" collation: every descendant's path lies
+-- between '<path>/' and '<path>0', as '0' follows '/'). Down to absolute depth $2
+-- (NULL: all levels); archived ones only when $3.
 SELECT td.*
-FROM tenant_closure c
-JOIN tenant_details td ON td.id = c.descendant_id
-WHERE c.ancestor_id = $1
-  AND c.depth BETWEEN 1 AND coalesce($2::integer, 2147483647)
+FROM tenant_details td
+WHERE td.ancestry_path > $1::text || '/'
+  AND td.ancestry_path < $1::text || '0'
+  AND td.depth <= coalesce($2::integer, 2147483647)
   AND ($3::boolean OR td.status = 'active')
 ORDER BY td.ancestry_path;
 

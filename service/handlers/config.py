@@ -1,0 +1,139 @@
+"""Config entries and permission policies of a tenant (DESIGN.md section 4)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from service.entry_representations import config_entry_json, permission_json
+from service.http.appkeys import CONFIG_ENTRIES, PERMISSION_POLICIES
+from service.http.middleware import actor_of, principal_of
+from service.http.requests import parse_query, path_uuid, read_body
+from service.http.responses import json_response
+from service.http.routing import Api
+from service.schemas.config import ConfigPut, PermissionPut, RevealQuery, entry_key
+
+api = Api("config")
+READ_ERRORS = ("VALIDATION_ERROR", "TENANT_NOT_FOUND", "TENANT_ARCHIVED")
+REVEAL_ERRORS = (*READ_ERRORS, "INSUFFICIENT_SCOPE")
+CONFIG_PATH = "/api/v1/tenants/{id}/config"
+PERMISSIONS_PATH = "/api/v1/tenants/{id}/permissions"
+
+
+def _no_store(reveal: bool) -> dict[str, str]:
+    # Revealed secrets must not linger in shared or browser caches.
+    return {"Cache-Control": "no-store"} if reveal else {}
+
+
+@api.route(
+    "GET", CONFIG_PATH, summary="A tenant's own config entries", query=RevealQuery,
+    response="ConfigEntryList", errors=REVEAL_ERRORS,
+)  # fmt: skip
+async def list_config(request: web.Request) -> web.Response:
+    tenant_id = path_uuid(request)
+    query = parse_query(request, RevealQuery)
+    entries = await request.app[CONFIG_ENTRIES].list_entries(
+        principal_of(request), tenant_id, reveal=query.reveal
+    )
+    return json_response(
+        [config_entry_json(e.entry, e.value) for e in entries], headers=_no_store(query.reveal)
+    )
+
+
+@api.route(
+    "GET", CONFIG_PATH + "/{key}", summary="One config entry", query=RevealQuery,
+    response="ConfigEntry", errors=(*REVEAL_ERRORS, "CONFIG_NOT_FOUND"),
+)  # fmt: skip
+async def get_config(request: web.Request) -> web.Response:
+    tenant_id = path_uuid(request)
+    key = entry_key(request.match_info["key"])
+    query = parse_query(request, RevealQuery)
+    shown = await request.app[CONFIG_ENTRIES].get(
+        principal_of(request), tenant_id, key, reveal=query.reveal
+    )
+    return json_response(
+        config_entry_json(shown.entry, shown.value), headers=_no_store(query.reveal)
+    )
+
+
+@api.route(
+    "PUT", CONFIG_PATH + "/{key}", summary="Create (201) or replace (200) a config entry",
+    body=ConfigPut, response="ConfigEntry", status=201,
+    errors=(*READ_ERRORS, "CONFIG_LOCKED"),
+)  # fmt: skip
+async def put_config(request: web.Request) -> web.Response:
+    tenant_id = path_uuid(request)
+    key = entry_key(request.match_info["key"])
+    body = await read_body(request, ConfigPut)
+    shown, created = await request.app[CONFIG_ENTRIES].put(
+        principal_of(request), actor_of(request), tenant_id, key, body
+    )
+    headers = {"Location": f"/api/v1/tenants/{tenant_id}/config/{key}"} if created else {}
+    return json_response(
+        config_entry_json(shown.entry, shown.value), status=201 if created else 200, headers=headers
+    )
+
+
+@api.route(
+    "DELETE", CONFIG_PATH + "/{key}", summary="Delete a config entry", status=204,
+    errors=(*READ_ERRORS, "CONFIG_NOT_FOUND", "CONFIG_LOCKED"),
+)  # fmt: skip
+async def delete_config(request: web.Request) -> web.Response:
+    tenant_id = path_uuid(request)
+    key = entry_key(request.match_info["key"])
+    await request.app[CONFIG_ENTRIES].delete(
+        principal_of(request), actor_of(request), tenant_id, key
+    )
+    return web.Response(status=204)
+
+
+@api.route(
+    "GET", PERMISSIONS_PATH, summary="A tenant's own permission policies",
+    response="PermissionPolicyList", errors=READ_ERRORS,
+)  # fmt: skip
+async def list_permissions(request: web.Request) -> web.Response:
+    tenant_id = path_uuid(request)
+    policies = await request.app[PERMISSION_POLICIES].list_policies(
+        principal_of(request), tenant_id
+    )
+    return json_response([permission_json(p) for p in policies])
+
+
+@api.route(
+    "GET", PERMISSIONS_PATH + "/{key}", summary="One permission policy",
+    response="PermissionPolicy", errors=(*READ_ERRORS, "PERMISSION_NOT_FOUND"),
+)  # fmt: skip
+async def get_permission(request: web.Request) -> web.Response:
+    tenant_id = path_uuid(request)
+    key = entry_key(request.match_info["key"])
+    policy = await request.app[PERMISSION_POLICIES].get(principal_of(request), tenant_id, key)
+    return json_response(permission_json(policy))
+
+
+@api.route(
+    "PUT", PERMISSIONS_PATH + "/{key}",
+    summary="Create (201, permission.created) or replace (200, permission.updated) a policy",
+    body=PermissionPut, response="PermissionPolicy", status=201,
+    errors=(*READ_ERRORS, "PERMISSION_LOCKED"),
+)  # fmt: skip
+async def put_permission(request: web.Request) -> web.Response:
+    tenant_id = path_uuid(request)
+    key = entry_key(request.match_info["key"])
+    body = await read_body(request, PermissionPut)
+    policy, created = await request.app[PERMISSION_POLICIES].put(
+        principal_of(request), actor_of(request), tenant_id, key, body
+    )
+    headers = {"Location": f"/api/v1/tenants/{tenant_id}/permissions/{key}"} if created else {}
+    return json_response(permission_json(policy), status=201 if created else 200, headers=headers)
+
+
+@api.route(
+    "DELETE", PERMISSIONS_PATH + "/{key}", summary="Delete a permission policy", status=204,
+    errors=(*READ_ERRORS, "PERMISSION_NOT_FOUND", "PERMISSION_LOCKED"),
+)  # fmt: skip
+async def delete_permission(request: web.Request) -> web.Response:
+    tenant_id = path_uuid(request)
+    key = entry_key(request.match_info["key"])
+    await request.app[PERMISSION_POLICIES].delete(
+        principal_of(request), actor_of(request), tenant_id, key
+    )
+    return web.Response(status=204)

@@ -1,0 +1,31 @@
+"""Maintenance: rotating the encryption key of values at rest (admin scope)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from service.http.appkeys import ENCRYPTION_KEY_ROTATION
+from service.http.middleware import actor_of
+from service.http.requests import read_body
+from service.http.responses import json_response
+from service.http.routing import Api
+from service.schemas.config import RotateEncryptionKey
+
+api = Api("maintenance")
+
+
+@api.route(
+    "POST", "/api/v1/maintenance/rotate-encryption-key",
+    summary="Re-encrypt every sensitive config value and webhook secret under a new key",
+    body=RotateEncryptionKey, response="EncryptionKeyRotation",
+    errors=("VALIDATION_ERROR", "INSUFFICIENT_SCOPE", "ENCRYPTION_KEY_MISMATCH"),
+)  # fmt: skip
+async def rotate_encryption_key(request: web.Request) -> web.Response:
+    body = await read_body(request, RotateEncryptionKey)
+    result = await request.app[ENCRYPTION_KEY_ROTATION].rotate(actor_of(request), body)
+    return json_response(
+        {
+            "config_entries_rotated": result.config_entries_rotated,
+            "webhooks_rotated": result.webhooks_rotated,
+        }
+    )

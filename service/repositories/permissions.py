@@ -1,0 +1,71 @@
+"""A tenant's own permission policies."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+import asyncpg
+
+from service.db.repository import NamedSql, Repository
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionPolicy:
+    tenant_id: UUID
+    key: str
+    value: bool
+    mode: str
+    created_at: datetime
+    updated_at: datetime
+
+
+class PermissionsRepository(Repository):
+    _list = NamedSql("list_permission_policies")
+    _get = NamedSql("get_permission_policy")
+    _locked = NamedSql("find_locked_permission_keys")
+    _upsert = NamedSql("upsert_permission_policy")
+    _delete = NamedSql("delete_permission_policy")
+    _lock_keys = NamedSql("lock_permission_keys")
+
+    async def list_permission_policies(
+        self, conn: asyncpg.Connection, tenant_id: UUID
+    ) -> list[PermissionPolicy]:
+        return [PermissionPolicy(**r) for r in await conn.fetch(self._list, tenant_id)]
+
+    async def get_permission_policy(
+        self, conn: asyncpg.Connection, tenant_id: UUID, key: str
+    ) -> PermissionPolicy | None:
+        row = await conn.fetchrow(self._get, tenant_id, key)
+        return None if row is None else PermissionPolicy(**row)
+
+    async def find_locked_permission_keys(
+        self, conn: asyncpg.Connection, tenant_id: UUID, keys: Sequence[str]
+    ) -> dict[str, UUID]:
+        """Keys a LOCKED policy holds at tenant_id or above it, mapped to the holder."""
+        if not keys:
+            return {}
+        rows = await conn.fetch(self._locked, tenant_id, list(keys))
+        return {row["key"]: row["tenant_id"] for row in rows}
+
+    async def upsert_permission_policy(
+        self, conn: asyncpg.Connection, tenant_id: UUID, key: str, *, value: bool, mode: str
+    ) -> PermissionPolicy:
+        row = await conn.fetchrow(self._upsert, tenant_id, key, value, mode)
+        assert row is not None
+        return PermissionPolicy(**row)
+
+    async def delete_permission_policy(
+        self, conn: asyncpg.Connection, tenant_id: UUID, key: str
+    ) -> PermissionPolicy | None:
+        row = await conn.fetchrow(self._delete, tenant_id, key)
+        return None if row is None else PermissionPolicy(**row)
+
+    async def lock_permission_keys(
+        self, conn: asyncpg.Connection, keys: Sequence[tuple[UUID, str]]
+    ) -> None:
+        """Hold (tree root, key) write locks until the transaction ends."""
+        if keys:
+            await conn.fetchval(self._lock_keys, [k[0] for k in keys], [k[1] for k in keys])

@@ -1,0 +1,53 @@
+-- A tenant's own permission policies. Resolution across ancestors is in context.sql.
+-- mode: INHERIT (tenant and descendants, overridable below), LOCKED (whole subtree, not
+-- overridable), LOCAL (the tenant only).
+
+-- name: list_permission_policies
+-- A tenant's own policies in key order.
+SELECT tenant_id, key, value, mode, created_at, updated_at
+FROM permission_policies
+WHERE tenant_id = $1
+ORDER BY key;
+
+-- name: get_permission_policy
+-- One of a tenant's own policies.
+SELECT tenant_id, key, value, mode, created_at, updated_at
+FROM permission_policies
+WHERE tenant_id = $1
+  AND key = $2;
+
+-- name: find_locked_permission_keys
+-- Which of keys $2 a LOCKED policy holds at tenant $1 or any ancestor, with the highest one.
+SELECT DISTINCT ON (pp.key) pp.key, pp.tenant_id
+FROM tenant_closure c
+JOIN permission_policies pp ON pp.tenant_id = c.ancestor_id AND pp.mode = 'LOCKED'
+WHERE c.descendant_id = $1
+  AND pp.key = ANY($2::text[])
+ORDER BY pp.key, c.depth DESC;
+
+-- name: upsert_permission_policy
+-- Create or replace one policy.
+INSERT INTO permission_policies (tenant_id, key, value, mode)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (tenant_id, key) DO UPDATE
+SET value = excluded.value,
+    mode = excluded.mode,
+    updated_at = now()
+RETURNING tenant_id, key, value, mode, created_at, updated_at;
+
+-- name: delete_permission_policy
+-- Remove one policy; returns it (no row: there was none).
+DELETE FROM permission_policies
+WHERE tenant_id = $1
+  AND key = $2
+RETURNING tenant_id, key, value, mode, created_at, updated_at;
+
+-- name: lock_permission_keys
+-- Serialize writes of the same keys in the same tree until the transaction ends (see
+-- lock_config_keys). Arrays $1 (tree root ids) and $2 (keys).
+SELECT count(pg_advisory_xact_lock(hashtext('permission_policies'), k.lock_key)) AS locked
+FROM (
+    SELECT DISTINCT hashtext(r.root_id::text || '/' || r.key) AS lock_key
+    FROM unnest($1::uuid[], $2::text[]) AS r(root_id, key)
+    ORDER BY 1
+) AS k;
