@@ -4,7 +4,9 @@ signatures, secret rotation, the test endpoint, waking and stopping the worker."
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from aiohttp import web
 from service.app import create_app
 from service.config import Settings
 from service.http.appkeys import DATABASE, WEBHOOK_RUNTIME
+from tests.conftest import ENCRYPTION_KEY
 from tests.support.api import create_tenant, get_json
 from tests.support.keys import key_headers
 from tests.support.webhooks import (
@@ -296,3 +299,29 @@ async def test_polling_delivers_without_notifications(settings, aiohttp_client, 
 
     await eventually(arrived)
     assert worker._listener is None
+
+
+async def test_deliveries_sign_after_an_encryption_key_rotation(client, admin, receiver, db_conn):
+    secret = "whsec_" + base64.b64encode(bytes(range(100, 132))).decode()
+    hook = await create_webhook(
+        client, admin, url=receiver.url, events=["tenant.created"], secret=secret
+    )
+    before = await db_conn.fetchval("SELECT encrypted_secret FROM webhooks")
+    new_key = base64.b64encode(os.urandom(32)).decode()
+    resp = await client.post(
+        "/api/v1/maintenance/rotate-encryption-key",
+        json={"old_key": ENCRYPTION_KEY, "new_key": new_key},
+        headers=admin,
+    )
+    body = await resp.json()
+    assert resp.status == 200, body
+    assert body["webhooks_rotated"] == 1
+    assert await db_conn.fetchval("SELECT encrypted_secret FROM webhooks") != before
+    await create_tenant(client, admin)
+
+    async def arrived() -> bool:
+        return len(receiver.requests) == 1
+
+    await eventually(arrived)
+    check_signed(secret, receiver.requests[0])  # opened with the new key at attempt time
+    assert hook["secret"] == secret
