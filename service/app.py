@@ -14,12 +14,24 @@ from service.crypto import Encryptor, KeyRing
 from service.db.migrations import load_migrations
 from service.db.pool import Database, connect
 from service.db.queries import Queries
-from service.handlers import config, context, encryption_keys, health, tenants, webhooks
+from service.handlers import (
+    api_keys,
+    config,
+    context,
+    encryption_keys,
+    health,
+    roles,
+    tenants,
+    webhooks,
+)
 from service.http import appkeys as keys
 from service.http.middleware import authenticate, request_context
 from service.http.routing import Api, register
 from service.logs import get_logger
+from service.ratelimit.limiter import RateLimiter
 from service.repositories.registry import Repositories
+from service.usecases.api_key_commands import ApiKeyCommands
+from service.usecases.api_key_queries import ApiKeyQueries
 from service.usecases.config_entries import ConfigEntries
 from service.usecases.context import TenantContext
 from service.usecases.delivery_admin import DeliveryAdmin
@@ -27,6 +39,7 @@ from service.usecases.deps import Deps
 from service.usecases.encryption_keys import EncryptionKeyRotation
 from service.usecases.permissions import PermissionPolicies
 from service.usecases.recording import ChangeRecorder
+from service.usecases.role_management import RoleManagement
 from service.usecases.tenant_changes import TenantChanges
 from service.usecases.tenant_creation import TenantCreation
 from service.usecases.tenant_moves import TenantMoves
@@ -47,6 +60,8 @@ def apis() -> list[Api]:
         config.api,
         context.api,
         encryption_keys.api,
+        api_keys.api,
+        roles.api,
         webhooks.api,
     ]
 
@@ -78,7 +93,13 @@ def create_app(
     app[keys.MIGRATION_HEAD] = max((m.version for m in load_migrations()), default=0)
     app[keys.KEYRING] = keyring
     app[keys.DEPS] = deps
-    app[keys.AUTHENTICATOR] = Authenticator(settings, database, repos.api_keys)
+    limiter = RateLimiter(settings)
+    authenticator = Authenticator(settings, database, repos.api_keys, limiter, repos.health.ping)
+    app[keys.RATE_LIMITER] = limiter
+    app[keys.AUTHENTICATOR] = authenticator
+    app[keys.API_KEY_COMMANDS] = ApiKeyCommands(deps, authenticator.cache)
+    app[keys.API_KEY_QUERIES] = ApiKeyQueries(deps)
+    app[keys.ROLE_MANAGEMENT] = RoleManagement(deps, authenticator.cache)
     app[keys.TENANT_QUERIES] = TenantQueries(deps)
     app[keys.TENANT_CREATION] = TenantCreation(deps)
     app[keys.TENANT_CHANGES] = TenantChanges(deps)
@@ -95,6 +116,7 @@ def create_app(
     app[BOOTSTRAP_KEY] = bootstrap_key
     app[keys.ENDPOINTS] = register(app, apis())
     app.cleanup_ctx.append(_database_lifecycle)
+    app.cleanup_ctx.append(_auth_lifecycle)
     # After the database: the delivery worker stops (releasing its claims) before it closes.
     app.cleanup_ctx.append(webhook_runtime.cleanup_ctx)
     return app
@@ -115,3 +137,17 @@ async def _database_lifecycle(app: web.Application) -> AsyncIterator[None]:
     finally:
         await app[keys.DATABASE].close()
         log.info("database closed")
+
+
+async def _auth_lifecycle(app: web.Application) -> AsyncIterator[None]:
+    """The key-change listener, the last_used_at writer and the Redis client: started
+    after the database, stopped before it closes (pending usage is written first)."""
+    settings = app[keys.SETTINGS]
+    assert settings.database_url is not None
+    authenticator = app[keys.AUTHENTICATOR]
+    await authenticator.start(settings.database_url)
+    try:
+        yield
+    finally:
+        await authenticator.stop()
+        await app[keys.RATE_LIMITER].close()

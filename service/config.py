@@ -44,6 +44,9 @@ class Settings:
     rate_limit_max: int = 100
     rate_limit_window_seconds: int = 60
     redis_url: str | None = None
+    # Every Redis key starts with this, so several deployments (or test runs) can share
+    # one Redis without colliding.
+    redis_key_prefix: str = "tenant-service:"
     webhook_max_attempts: int = 6
     webhook_retry_base_seconds: float = 10.0
     webhook_retry_max_seconds: float = 3600.0
@@ -103,6 +106,7 @@ class Settings:
             rate_limit_max=reader.integer("RATE_LIMIT_MAX", 100, 1, 100_000),
             rate_limit_window_seconds=reader.duration("RATE_LIMIT_WINDOW", "1 minute"),
             redis_url=reader.optional("REDIS_URL"),
+            redis_key_prefix=reader.text("REDIS_KEY_PREFIX", "tenant-service:"),
             webhook_max_attempts=reader.integer("WEBHOOK_MAX_ATTEMPTS", 6, 1, 100),
             webhook_retry_base_seconds=reader.number(
                 "WEBHOOK_RETRY_BASE_SECONDS", 10.0, 0.0, 86400

@@ -8,7 +8,8 @@ from typing import Any
 
 import orjson
 
-from service.repositories.api_keys import ApiKey
+from service.repositories.api_keys import ApiKey, StoredKey
+from service.repositories.roles import Role
 from service.repositories.tenants import Tenant
 from service.timefmt import iso, iso_or_none
 
@@ -86,4 +87,20 @@ def api_key_json(
         "expires_at": iso_or_none(key.expires_at),
         "revoked_at": iso_or_none(key.revoked_at),
         "rotated_from": opt_str(key.rotated_from),
+    }
+
+
+def stored_key_json(stored: StoredKey, now: datetime | None = None) -> dict[str, Any]:
+    return api_key_json(stored.key, role_scopes=stored.role_scopes, now=now)
+
+
+def role_json(role: Role) -> dict[str, Any]:
+    return {
+        "id": str(role.id),
+        "tenant_id": None if role.tenant_id is None else str(role.tenant_id),
+        "name": role.name,
+        "description": role.description,
+        "scopes": role.scopes,
+        "created_at": iso(role.created_at),
+        "updated_at": iso(role.updated_at),
     }

@@ -64,6 +64,8 @@ def base_env(database_url: str, data_dir: Path, **overrides: Any) -> dict[str, s
         "DB_POOL_MIN_SIZE": "1",
         "DB_POOL_MAX_SIZE": "12",
         "LOG_LEVEL": "warning",
+        # Tests make many requests with one key; the rate-limit tests set their own limits.
+        "RATE_LIMIT_MAX": "100000",
     }
     env.update({k: str(v) for k, v in overrides.items()})
     return env

@@ -10,13 +10,17 @@ from service.crypto import KeyRing
 from service.db.pool import Database
 from service.db.queries import Queries
 from service.http.routing import Endpoint
+from service.ratelimit.limiter import RateLimiter
 from service.repositories.registry import Repositories
+from service.usecases.api_key_commands import ApiKeyCommands
+from service.usecases.api_key_queries import ApiKeyQueries
 from service.usecases.config_entries import ConfigEntries
 from service.usecases.context import TenantContext
 from service.usecases.delivery_admin import DeliveryAdmin
 from service.usecases.deps import Deps
 from service.usecases.encryption_keys import EncryptionKeyRotation
 from service.usecases.permissions import PermissionPolicies
+from service.usecases.role_management import RoleManagement
 from service.usecases.tenant_changes import TenantChanges
 from service.usecases.tenant_creation import TenantCreation
 from service.usecases.tenant_moves import TenantMoves
@@ -47,3 +51,7 @@ CONFIG_ENTRIES = web.AppKey("config_entries", ConfigEntries)
 PERMISSION_POLICIES = web.AppKey("permission_policies", PermissionPolicies)
 TENANT_CONTEXT = web.AppKey("tenant_context", TenantContext)
 ENCRYPTION_KEY_ROTATION = web.AppKey("encryption_key_rotation", EncryptionKeyRotation)
+RATE_LIMITER = web.AppKey("rate_limiter", RateLimiter)
+API_KEY_COMMANDS = web.AppKey("api_key_commands", ApiKeyCommands)
+API_KEY_QUERIES = web.AppKey("api_key_queries", ApiKeyQueries)
+ROLE_MANAGEMENT = web.AppKey("role_management", RoleManagement)

@@ -16,11 +16,13 @@ from service.http.appkeys import AUTHENTICATOR, ENDPOINTS
 from service.http.responses import error_response
 from service.http.routing import Handler, endpoint_for
 from service.logs import get_logger
+from service.ratelimit.buckets import Decision
 
 log = get_logger("service.http")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 REQUEST_ID = web.RequestKey("request_id", str)
 PRINCIPAL = web.RequestKey("principal", Principal)
+RATE_LIMIT = web.RequestKey("rate_limit", Decision)
 ROUTE_CODES = {
     400: "VALIDATION_ERROR",
     404: "NOT_FOUND",
@@ -91,6 +93,9 @@ async def request_context(request: web.Request, handler: Handler) -> web.StreamR
             log.warning("database unavailable", request_id=request_id, error=type(exc).__name__)
         response = error_response(translated, request_id)
     response.headers["X-Request-ID"] = request_id
+    decision = request.get(RATE_LIMIT)
+    if decision is not None:  # every answer to a limited request says where it stands
+        response.headers.update(decision.headers())
     principal = request.get(PRINCIPAL)
     resource = request.match_info.route.resource
     log.info(
@@ -112,9 +117,14 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
     endpoint = endpoint_for(request, request.app[ENDPOINTS])
     if endpoint is None or endpoint.public:
         return await handler(request)
-    principal = await request.app[AUTHENTICATOR].authenticate(
-        request.headers.get("X-API-Key"), request.headers.get("Authorization")
+    admission = await request.app[AUTHENTICATOR].admit(
+        request.headers.get("X-API-Key"), request.headers.get("Authorization"), request.remote
     )
-    authorize(principal, request.method, endpoint.admin)
-    request[PRINCIPAL] = principal
+    if admission.decision is not None:
+        request[RATE_LIMIT] = admission.decision
+    if admission.error is not None:
+        raise admission.error
+    assert admission.principal is not None
+    request[PRINCIPAL] = admission.principal
+    authorize(admission.principal, request.method, endpoint.admin)
     return await handler(request)

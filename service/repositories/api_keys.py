@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from datetime import datetime
 from uuid import UUID
 
@@ -30,6 +31,27 @@ class ApiKey:
     rotated_from: UUID | None
 
 
+_KEY_FIELDS = tuple(f.name for f in fields(ApiKey))
+
+
+@dataclass(frozen=True, slots=True)
+class StoredKey:
+    """A key as requests see it: with its role's scopes and its tenant's ancestry path."""
+
+    key: ApiKey
+    role_scopes: list[str] | None
+    tenant_path: str | None
+
+    @property
+    def effective_scopes(self) -> list[str]:
+        return self.role_scopes if self.role_scopes is not None else self.key.scopes
+
+
+def _stored(row: asyncpg.Record) -> StoredKey:
+    key = ApiKey(**{name: row[name] for name in _KEY_FIELDS})
+    return StoredKey(key, row["role_scopes"], row["tenant_path"])
+
+
 @dataclass(frozen=True, slots=True)
 class NewApiKey:
     id: UUID
@@ -48,12 +70,25 @@ class NewApiKey:
 
 
 @dataclass(frozen=True, slots=True)
+class KeySettings:
+    """What PATCH may change."""
+
+    name: str
+    scopes: list[str]
+    rate_limit_max: int | None
+    rate_limit_window: str | None
+    rate_limit_window_seconds: int | None
+    expires_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
 class KeyCredentials:
     """What authentication needs to know about a key."""
 
     id: UUID
     tenant_id: UUID | None
     scopes: list[str]
+    role_id: UUID | None
     environment: str
     rate_limit_max: int | None
     rate_limit_window_seconds: int | None
@@ -65,9 +100,17 @@ class KeyCredentials:
 
 class ApiKeysRepository(Repository):
     _insert = NamedSql("insert_api_key")
+    _get = NamedSql("get_api_key")
+    _lock = NamedSql("lock_api_key")
+    _list = NamedSql("list_api_keys")
+    _dormant = NamedSql("list_dormant_api_keys")
+    _update = NamedSql("update_api_key")
+    _revoke = NamedSql("revoke_api_key")
+    _set_role = NamedSql("set_api_key_role")
+    _with_role = NamedSql("list_api_keys_with_role")
     _for_auth = NamedSql("get_api_key_for_auth")
     _count = NamedSql("count_api_keys")
-    _touch = NamedSql("touch_api_key")
+    _touch = NamedSql("touch_api_keys")
     _lock_bootstrap = NamedSql("lock_key_bootstrap")
 
     async def insert_api_key(self, conn: asyncpg.Connection, key: NewApiKey) -> ApiKey:
@@ -90,6 +133,62 @@ class ApiKeysRepository(Repository):
         assert row is not None
         return ApiKey(**row)
 
+    async def get_api_key(self, conn: asyncpg.Connection, key_id: UUID) -> StoredKey | None:
+        row = await conn.fetchrow(self._get, key_id)
+        return None if row is None else _stored(row)
+
+    async def lock_api_key(self, conn: asyncpg.Connection, key_id: UUID) -> StoredKey | None:
+        row = await conn.fetchrow(self._lock, key_id)
+        return None if row is None else _stored(row)
+
+    async def list_api_keys(
+        self,
+        conn: asyncpg.Connection,
+        *,
+        tenant_id: UUID | None,
+        subtree_of: UUID | None,
+        include_revoked: bool,
+        cursor: UUID | None,
+        limit: int,
+    ) -> list[StoredKey]:
+        rows = await conn.fetch(self._list, tenant_id, subtree_of, include_revoked, cursor, limit)
+        return [_stored(r) for r in rows]
+
+    async def list_dormant_api_keys(
+        self, conn: asyncpg.Connection, *, days: int, subtree_of: UUID | None
+    ) -> list[StoredKey]:
+        return [_stored(r) for r in await conn.fetch(self._dormant, days, subtree_of)]
+
+    async def update_api_key(
+        self, conn: asyncpg.Connection, key_id: UUID, settings: KeySettings
+    ) -> None:
+        await conn.execute(
+            self._update,
+            key_id,
+            settings.name,
+            settings.scopes,
+            settings.rate_limit_max,
+            settings.rate_limit_window,
+            settings.rate_limit_window_seconds,
+            settings.expires_at,
+        )
+
+    async def revoke_api_key(
+        self, conn: asyncpg.Connection, key_id: UUID, *, after_seconds: int = 0
+    ) -> datetime:
+        revoked_at: datetime = await conn.fetchval(self._revoke, key_id, float(after_seconds))
+        return revoked_at
+
+    async def set_api_key_role(
+        self, conn: asyncpg.Connection, key_id: UUID, role_id: UUID | None
+    ) -> None:
+        await conn.execute(self._set_role, key_id, role_id)
+
+    async def list_api_keys_with_role(
+        self, conn: asyncpg.Connection, role_id: UUID
+    ) -> list[tuple[UUID, list[str]]]:
+        return [(r["id"], list(r["scopes"])) for r in await conn.fetch(self._with_role, role_id)]
+
     async def get_api_key_for_auth(
         self, conn: asyncpg.Connection, key_hash: bytes
     ) -> KeyCredentials | None:
@@ -99,8 +198,9 @@ class ApiKeysRepository(Repository):
     async def count_api_keys(self, conn: asyncpg.Connection) -> int:
         return int(await conn.fetchval(self._count))
 
-    async def touch_api_key(self, conn: asyncpg.Connection, key_id: UUID) -> None:
-        await conn.execute(self._touch, key_id)
+    async def touch_api_keys(self, conn: asyncpg.Connection, used: Mapping[UUID, datetime]) -> None:
+        if used:
+            await conn.execute(self._touch, list(used), list(used.values()))
 
     async def lock_key_bootstrap(self, conn: asyncpg.Connection) -> None:
         await conn.execute(self._lock_bootstrap)

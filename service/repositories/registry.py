@@ -14,6 +14,7 @@ from service.repositories.encryption_keys import EncryptionKeysRepository
 from service.repositories.health import HealthRepository
 from service.repositories.outbox import OutboxRepository
 from service.repositories.permissions import PermissionsRepository
+from service.repositories.roles import RolesRepository
 from service.repositories.tenants import TenantsRepository
 from service.repositories.webhooks import WebhooksRepository
 
@@ -31,6 +32,7 @@ class Repositories:
     permissions: PermissionsRepository
     context: ContextRepository
     encryption_keys: EncryptionKeysRepository
+    roles: RolesRepository
 
     @classmethod
     def build(cls, queries: Queries) -> Repositories:
@@ -46,4 +48,5 @@ class Repositories:
             permissions=PermissionsRepository(queries),
             context=ContextRepository(queries),
             encryption_keys=EncryptionKeysRepository(queries),
+            roles=RolesRepository(queries),
         )

@@ -13,7 +13,7 @@ from service.auth.keys import Environment, generate_key, hash_key
 from service.auth.principal import Actor
 from service.ids import uuid7
 from service.repositories.api_keys import ApiKey, ApiKeysRepository, NewApiKey
-from service.representations import opt_str
+from service.usecases.key_access import key_audit_view
 from service.usecases.recording import AuditRecord, ChangeRecorder
 
 
@@ -69,16 +69,7 @@ async def issue_api_key(
             "api_key",
             stored.id,
             tenant_id,
-            {
-                "before": None,
-                "after": {
-                    "name": name,
-                    "prefix": stored.prefix,
-                    "environment": environment,
-                    "scopes": stored.scopes,
-                    "tenant_id": opt_str(tenant_id),
-                },
-            },
+            {"before": None, "after": key_audit_view(stored)},
         ),
     )
     return IssuedKey(stored, new.plaintext)

@@ -1,7 +1,9 @@
-"""Running the real service as a subprocess (for CLI, signal and multi-process tests)."""
+"""Real `tenant-service serve` processes for CLI, signal and multi-process tests: free
+loopback ports, a wait for /health, and termination whatever happens."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -10,20 +12,23 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+REPO_ROOT = Path(__file__).resolve().parents[2]
+START_TIMEOUT_SECONDS = 60.0
 KEY_PATTERN = re.compile(r"sk_(?:live|test)_[0-9A-Za-z]{49}")
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
 
 
 def service_env(**overrides: str) -> dict[str, str]:
+    """This process's environment without database settings, plus the overrides."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "PG"))}
     env.update(overrides)
     return env
@@ -43,16 +48,18 @@ def run_cli(
 
 
 class ServiceProcess:
-    """`tenant-service serve` on a free port; stdout and stderr go to a file."""
+    """`tenant-service serve` on a free port; stdout and stderr go to a file in log_dir."""
 
-    def __init__(self, env: Mapping[str, str], workdir: Path, *extra: str) -> None:
+    def __init__(
+        self, env: Mapping[str, str], log_dir: Path, *extra: str, cwd: Path | None = None
+    ) -> None:
         self.port = free_port()
-        self.log_path = workdir / f"service-{self.port}.log"
+        self.log_path = log_dir / f"service-{self.port}.log"
         self._log = self.log_path.open("w")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "service", "serve", "--port", str(self.port),
              "--host", "127.0.0.1", *extra],
-            env=dict(env), stdout=self._log, stderr=subprocess.STDOUT, cwd=workdir,
+            env=dict(env), stdout=self._log, stderr=subprocess.STDOUT, cwd=cwd or log_dir,
         )  # fmt: skip
 
     @property
@@ -62,9 +69,11 @@ class ServiceProcess:
     def output(self) -> str:
         if not self._log.closed:
             self._log.flush()
-        return self.log_path.read_text()
+        return self.log_path.read_text(errors="replace")
 
-    def wait_ready(self, timeout: float = 60) -> None:
+    log = output
+
+    def wait_ready(self, timeout: float = START_TIMEOUT_SECONDS) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -74,8 +83,8 @@ class ServiceProcess:
                     if resp.status == 200:
                         return
             except OSError:
-                time.sleep(0.1)
-        raise AssertionError(f"service did not become ready:\n{self.output()}")
+                time.sleep(0.05)
+        raise AssertionError(f"service did not become ready:\n{self.output()[-4000:]}")
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
         if self.proc.poll() is None:
@@ -87,3 +96,22 @@ class ServiceProcess:
                 self.proc.wait(5)
         self._log.close()
         return self.proc.returncode
+
+
+@contextlib.contextmanager
+def running_services(
+    count: int, env: Mapping[str, str], log_dir: Path
+) -> Iterator[list[ServiceProcess]]:
+    """Start `count` service processes with exactly this environment (plus PATH); stop
+    them on exit."""
+    services: list[ServiceProcess] = []
+    full_env = {"PATH": os.environ.get("PATH", ""), **env}
+    try:
+        for _ in range(count):
+            services.append(ServiceProcess(full_env, log_dir, cwd=REPO_ROOT))
+        for service in services:
+            service.wait_ready()
+        yield services
+    finally:
+        for service in services:
+            service.stop()

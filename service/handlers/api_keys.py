@@ -1,0 +1,164 @@
+"""API-key endpoints (DESIGN.md section 5). The plaintext key appears only in the
+answers to create and rotate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from service.http.appkeys import API_KEY_COMMANDS, API_KEY_QUERIES
+from service.http.middleware import actor_of, principal_of
+from service.http.requests import parse_query, path_uuid, read_body, read_optional_body
+from service.http.responses import json_response
+from service.http.routing import Api
+from service.representations import stored_key_json
+from service.schemas.api_keys import (
+    ApiKeyCreate,
+    ApiKeyPatch,
+    ApiKeyRotate,
+    DormantQuery,
+    ListApiKeysQuery,
+    RoleAssignment,
+)
+from service.usecases.api_key_commands import CreatedKey
+
+api = Api("api-keys")
+KEY_ERRORS = ("VALIDATION_ERROR", "API_KEY_NOT_FOUND", "TENANT_ACCESS_DENIED")
+
+
+def _created(created: CreatedKey) -> web.Response:
+    key_id = created.stored.key.id
+    return json_response(
+        {**stored_key_json(created.stored), "plaintext_key": created.plaintext},
+        status=201,
+        # The only answers carrying a key's text: never cached by anything on the way.
+        headers={"Location": f"/api/v1/api-keys/{key_id}", "Cache-Control": "no-store"},
+    )
+
+
+@api.route(
+    "POST", "/api/v1/api-keys", summary="Create an API key (its text is shown once)",
+    body=ApiKeyCreate, response="ApiKeyWithPlaintext", status=201,
+    errors=("VALIDATION_ERROR", "INSUFFICIENT_SCOPE", "TENANT_ACCESS_DENIED",
+            "TENANT_NOT_FOUND", "TENANT_ARCHIVED", "ROLE_NOT_FOUND"),
+)  # fmt: skip
+async def create_api_key(request: web.Request) -> web.Response:
+    body = await read_body(request, ApiKeyCreate)
+    created = await request.app[API_KEY_COMMANDS].create(
+        principal_of(request), actor_of(request), body
+    )
+    return _created(created)
+
+
+@api.route(
+    "GET", "/api/v1/api-keys", summary="List API keys (keyset pages)", query=ListApiKeysQuery,
+    response="ApiKeyPage", errors=("VALIDATION_ERROR", "TENANT_NOT_FOUND"),
+)  # fmt: skip
+async def list_api_keys(request: web.Request) -> web.Response:
+    query = parse_query(request, ListApiKeysQuery)
+    page = await request.app[API_KEY_QUERIES].list_page(principal_of(request), query)
+    body: dict[str, Any] = {
+        "data": [stored_key_json(k) for k in page.items],
+        "next_cursor": None if page.next_cursor is None else str(page.next_cursor),
+        "has_more": page.has_more,
+    }
+    return json_response(body)
+
+
+# Declared before /api/v1/api-keys/{id}: routes match in order.
+@api.route(
+    "GET", "/api/v1/api-keys/dormant", summary="Usable keys unused for more than `days` days",
+    query=DormantQuery, response="ApiKeyList", errors=("VALIDATION_ERROR",),
+)  # fmt: skip
+async def list_dormant_api_keys(request: web.Request) -> web.Response:
+    query = parse_query(request, DormantQuery)
+    keys = await request.app[API_KEY_QUERIES].dormant(principal_of(request), query.days)
+    return json_response([stored_key_json(k) for k in keys])
+
+
+@api.route(
+    "GET", "/api/v1/api-keys/{id}", summary="Get an API key", response="ApiKey",
+    errors=KEY_ERRORS,
+)  # fmt: skip
+async def get_api_key(request: web.Request) -> web.Response:
+    stored = await request.app[API_KEY_QUERIES].get(principal_of(request), path_uuid(request))
+    return json_response(stored_key_json(stored))
+
+
+@api.route(
+    "PATCH", "/api/v1/api-keys/{id}", summary="Change a key's name, scopes, limits or expiry",
+    body=ApiKeyPatch, response="ApiKey",
+    errors=(*KEY_ERRORS, "INSUFFICIENT_SCOPE", "API_KEY_REVOKED"),
+)  # fmt: skip
+async def update_api_key(request: web.Request) -> web.Response:
+    key_id = path_uuid(request)
+    patch = await read_body(request, ApiKeyPatch)
+    stored = await request.app[API_KEY_COMMANDS].update(
+        principal_of(request), actor_of(request), key_id, patch
+    )
+    return json_response(stored_key_json(stored))
+
+
+@api.route(
+    "DELETE", "/api/v1/api-keys/{id}", summary="Revoke an API key (idempotent)", status=204,
+    errors=KEY_ERRORS,
+)  # fmt: skip
+async def revoke_api_key(request: web.Request) -> web.Response:
+    key_id = path_uuid(request)
+    await request.app[API_KEY_COMMANDS].revoke(principal_of(request), actor_of(request), key_id)
+    return web.Response(status=204)
+
+
+@api.route(
+    "POST", "/api/v1/api-keys/{id}/rotate",
+    summary="Replace a key with a new one of the same settings (old one revoked now or "
+            "after grace_period_seconds)",
+    body=ApiKeyRotate, response="ApiKeyWithPlaintext", status=201,
+    errors=(*KEY_ERRORS, "INSUFFICIENT_SCOPE", "API_KEY_REVOKED"),
+)  # fmt: skip
+async def rotate_api_key(request: web.Request) -> web.Response:
+    key_id = path_uuid(request)
+    body = await read_optional_body(request, ApiKeyRotate) or ApiKeyRotate()
+    created = await request.app[API_KEY_COMMANDS].rotate(
+        principal_of(request), actor_of(request), key_id, body.grace_period_seconds
+    )
+    return _created(created)
+
+
+@api.route(
+    "PUT", "/api/v1/api-keys/{id}/role", summary="Assign a role (its scopes replace the key's)",
+    body=RoleAssignment, response="ApiKey",
+    errors=(*KEY_ERRORS, "ROLE_NOT_FOUND", "INSUFFICIENT_SCOPE", "API_KEY_REVOKED"),
+)  # fmt: skip
+async def assign_role(request: web.Request) -> web.Response:
+    key_id = path_uuid(request)
+    body = await read_body(request, RoleAssignment)
+    stored = await request.app[API_KEY_COMMANDS].assign_role(
+        principal_of(request), actor_of(request), key_id, body.role_id
+    )
+    return json_response(stored_key_json(stored))
+
+
+@api.route(
+    "DELETE", "/api/v1/api-keys/{id}/role", summary="Remove the key's role (back to its own "
+    "scopes)", response="ApiKey",
+    errors=(*KEY_ERRORS, "INSUFFICIENT_SCOPE", "API_KEY_REVOKED"),
+)  # fmt: skip
+async def remove_role(request: web.Request) -> web.Response:
+    key_id = path_uuid(request)
+    stored = await request.app[API_KEY_COMMANDS].remove_role(
+        principal_of(request), actor_of(request), key_id
+    )
+    return json_response(stored_key_json(stored))
+
+
+@api.route(
+    "GET", "/api/v1/api-keys/{id}/scopes", summary="The key's effective scopes and their source",
+    response="EffectiveScopes", errors=KEY_ERRORS,
+)  # fmt: skip
+async def effective_scopes(request: web.Request) -> web.Response:
+    result = await request.app[API_KEY_QUERIES].effective_scopes(
+        principal_of(request), path_uuid(request)
+    )
+    return json_response(result)

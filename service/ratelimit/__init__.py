@@ -1,0 +1,1 @@
+"""Token-bucket rate limiting: in-process buckets, or shared buckets in Redis."""

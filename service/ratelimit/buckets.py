@@ -1,0 +1,88 @@
+"""Token buckets (DESIGN.md section 5): capacity = max, refilled max per window.
+
+`LocalBuckets` keeps the state in this process; `service.ratelimit.redis_buckets` keeps
+it in Redis with the same arithmetic, so several processes share one bucket.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    max: int
+    window_seconds: int
+
+    @property
+    def rate(self) -> float:
+        """Tokens refilled per second."""
+        return self.max / self.window_seconds
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The outcome for one request and what the X-RateLimit-* headers say about it."""
+
+    allowed: bool
+    limit: int
+    remaining: int
+    # Seconds until the bucket is full again.
+    reset_seconds: int
+    # Seconds until the next request can pass (0 when this one passed).
+    retry_after: int
+
+    @classmethod
+    def from_tokens(cls, allowed: bool, tokens: float, limit: Limit) -> Decision:
+        tokens = max(0.0, min(float(limit.max), tokens))
+        missing_one = max(0.0, 1.0 - tokens)
+        return cls(
+            allowed=allowed,
+            limit=limit.max,
+            remaining=math.floor(tokens),
+            reset_seconds=math.ceil((limit.max - tokens) / limit.rate - 1e-9),
+            retry_after=0 if allowed else max(1, math.ceil(missing_one / limit.rate - 1e-9)),
+        )
+
+    def headers(self) -> dict[str, str]:
+        headers = {
+            "X-RateLimit-Limit": str(self.limit),
+            "X-RateLimit-Remaining": str(self.remaining),
+            "X-RateLimit-Reset": str(self.reset_seconds),
+        }
+        if not self.allowed:
+            headers["Retry-After"] = str(self.retry_after)
+        return headers
+
+
+def refill(tokens: float, elapsed: float, limit: Limit) -> float:
+    return min(float(limit.max), tokens + max(0.0, elapsed) * limit.rate)
+
+
+class LocalBuckets:
+    """Buckets of this process. Least recently used ones are dropped past max_buckets
+    (a dropped bucket comes back full, which only ever favours the caller)."""
+
+    def __init__(self, max_buckets: int = 100_000) -> None:
+        self.max_buckets = max_buckets
+        # bucket id -> (tokens, monotonic time of that count)
+        self._state: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def take(self, bucket: str, limit: Limit, cost: int) -> Decision:
+        """Take `cost` tokens (0 only asks whether one would pass). No await inside, so
+        the read and write are atomic on the event loop."""
+        now = time.monotonic()
+        tokens, at = self._state.get(bucket, (float(limit.max), now))
+        tokens = refill(tokens, now - at, limit)
+        allowed = tokens >= 1.0 if cost == 0 else tokens >= cost
+        if cost > 0:
+            if allowed:
+                tokens -= cost
+            self._state[bucket] = (tokens, now)
+            self._state.move_to_end(bucket)
+            while len(self._state) > self.max_buckets:
+                self._state.popitem(last=False)
+        return Decision.from_tokens(allowed, tokens, limit)

@@ -1,0 +1,68 @@
+"""The rate limiter the authentication middleware asks: Redis when configured, this
+process's buckets otherwise, and this process's buckets while Redis is unreachable.
+
+When Redis fails the service keeps serving: requests are limited per process, exactly
+as without REDIS_URL, until Redis answers again. The outage is logged once when it
+starts and once when it ends, never per request; Redis is tried again at most once a
+second meanwhile, so no request waits on a dead connection more than once per second.
+"""
+
+from __future__ import annotations
+
+import time
+
+from redis.exceptions import RedisError
+
+from service.config import Settings
+from service.logs import get_logger
+from service.ratelimit.buckets import Decision, Limit, LocalBuckets
+from service.ratelimit.redis_buckets import RedisBuckets
+
+log = get_logger("service.ratelimit")
+RETRY_REDIS_SECONDS = 1.0
+
+
+class RateLimiter:
+    def __init__(self, settings: Settings) -> None:
+        self.default = Limit(settings.rate_limit_max, settings.rate_limit_window_seconds)
+        self.local = LocalBuckets()
+        self.redis: RedisBuckets | None = None
+        if settings.redis_url is not None:
+            self.redis = RedisBuckets(settings.redis_url, settings.redis_key_prefix)
+        self._down_until = 0.0
+        self._in_outage = False
+
+    def limit_for(self, max_: int | None, window_seconds: int | None) -> Limit:
+        return Limit(max_ or self.default.max, window_seconds or self.default.window_seconds)
+
+    async def hit(self, bucket: str, limit: Limit) -> Decision:
+        """Count one request against the bucket."""
+        return await self._take(bucket, limit, 1)
+
+    async def peek(self, bucket: str, limit: Limit) -> Decision:
+        """Whether one more request would pass, without counting one."""
+        return await self._take(bucket, limit, 0)
+
+    async def _take(self, bucket: str, limit: Limit, cost: int) -> Decision:
+        if self.redis is not None and time.monotonic() >= self._down_until:
+            try:
+                decision = await self.redis.take(bucket, limit, cost)
+            except (RedisError, OSError, TimeoutError) as exc:
+                self._down_until = time.monotonic() + RETRY_REDIS_SECONDS
+                if not self._in_outage:
+                    self._in_outage = True
+                    log.warning(
+                        "rate limiter: Redis unreachable; limiting per process until it "
+                        "answers again",
+                        error=type(exc).__name__,
+                    )
+            else:
+                if self._in_outage:
+                    self._in_outage = False
+                    log.warning("rate limiter: Redis answers again; buckets are shared")
+                return decision
+        return self.local.take(bucket, limit, cost)
+
+    async def close(self) -> None:
+        if self.redis is not None:
+            await self.redis.close()

@@ -1,0 +1,167 @@
+"""Rate limits through HTTP: per-key buckets with X-RateLimit-* headers and 429, the
+global defaults, and the per-address guard for bad credentials. Every test runs with
+buckets in the process and again with buckets in Redis (a random key prefix per test)."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+
+import pytest
+import redis.asyncio as redis_client
+
+from service.http.appkeys import REPOSITORIES, SETTINGS
+from tests.conftest import JWT_SECRET
+from tests.support.access import as_key, call, create_key, error_code
+from tests.support.keys import bearer, make_token
+
+REDIS_URL = "redis://127.0.0.1:6379"
+
+
+@pytest.fixture(params=["local", "redis"])
+def settings_env(request) -> dict[str, str]:
+    env = {"RATE_LIMIT_MAX": "4", "RATE_LIMIT_WINDOW": "1 hour"}
+    if request.param == "redis":
+        env |= {"REDIS_URL": REDIS_URL, "REDIS_KEY_PREFIX": f"tsvc-test-{secrets.token_hex(6)}:"}
+    return env
+
+
+@pytest.fixture
+async def redis_cleanup(client):
+    """Remove this test's Redis keys afterwards."""
+    yield
+    settings = client.app[SETTINGS]
+    if settings.redis_url is None:
+        return
+    conn = redis_client.Redis.from_url(settings.redis_url)
+    try:
+        keys = [k async for k in conn.scan_iter(match=settings.redis_key_prefix + "*")]
+        if keys:
+            await conn.delete(*keys)
+    finally:
+        await conn.aclose()
+
+
+@pytest.fixture
+def lookups(client, monkeypatch) -> list[bytes]:
+    """Every key lookup authentication makes in the database."""
+    repo = client.app[REPOSITORIES].api_keys
+    seen: list[bytes] = []
+    original = repo.get_api_key_for_auth
+
+    async def counting(conn, key_hash):
+        seen.append(key_hash)
+        return await original(conn, key_hash)
+
+    monkeypatch.setattr(repo, "get_api_key_for_auth", counting)
+    return seen
+
+
+def limit_headers(resp) -> tuple[str, str]:
+    return resp.headers["X-RateLimit-Limit"], resp.headers["X-RateLimit-Remaining"]
+
+
+@pytest.mark.usefixtures("redis_cleanup")
+async def test_key_limit_429_then_passes_after_retry_after(client, admin) -> None:
+    limited = as_key(await create_key(client, admin, rate_limit_max=3,
+                                      rate_limit_window="6 seconds"))  # fmt: skip
+    other = as_key(await create_key(client, admin, rate_limit_max=1000))
+    for remaining in ("2", "1", "0"):
+        resp = await client.get("/api/v1/tenants", headers=limited)
+        assert resp.status == 200
+        assert limit_headers(resp) == ("3", remaining)
+        assert int(resp.headers["X-RateLimit-Reset"]) >= 1
+        assert "Retry-After" not in resp.headers
+    resp = await client.get("/api/v1/tenants", headers=limited)
+    body = await resp.json()
+    assert (resp.status, error_code(body)) == (429, "RATE_LIMITED")
+    assert limit_headers(resp) == ("3", "0")
+    retry_after = int(resp.headers["Retry-After"])
+    assert 1 <= retry_after <= 2  # one token comes back every 2 seconds
+    assert 1 <= int(resp.headers["X-RateLimit-Reset"]) <= 6
+    assert resp.headers["X-Request-ID"] == body["error"]["request_id"]
+
+    # Another key is unaffected.
+    resp = await client.get("/api/v1/tenants", headers=other)
+    assert resp.status == 200
+    assert limit_headers(resp) == ("1000", "999")
+
+    await asyncio.sleep(retry_after)
+    resp = await client.get("/api/v1/tenants", headers=limited)
+    assert resp.status == 200
+    assert limit_headers(resp) == ("3", "0")
+
+
+@pytest.mark.usefixtures("redis_cleanup")
+async def test_global_default_and_headers_on_every_answer(client, admin) -> None:
+    key = as_key(await create_key(client, admin, scopes=["read"]))
+    missing = "00000000-0000-7000-8000-000000000000"
+    answers = [
+        await client.get(f"/api/v1/tenants/{missing}", headers=key),  # 404
+        await client.post("/api/v1/tenants", json={}, headers=key),  # 403
+        await client.get("/api/v1/tenants?limit=0", headers=key),  # 400
+        await client.get("/api/v1/tenants", headers=key),  # 200
+    ]
+    assert [r.status for r in answers] == [404, 403, 400, 200]
+    assert [limit_headers(r) for r in answers] == [("4", "3"), ("4", "2"), ("4", "1"), ("4", "0")]
+    resp = await client.get("/api/v1/tenants", headers=key)
+    assert resp.status == 429
+    assert int(resp.headers["Retry-After"]) > 60  # 4 an hour: the next in 15 minutes
+    # Public routes are not limited.
+    resp = await client.get("/health")
+    assert resp.status == 200
+    assert "X-RateLimit-Limit" not in resp.headers
+
+
+@pytest.mark.usefixtures("redis_cleanup")
+async def test_bad_credentials_are_limited_per_address_before_any_lookup(
+    client, admin, lookups
+) -> None:
+    good = await create_key(client, admin)
+    cached = as_key(await create_key(client, admin))
+    revoked = await create_key(client, admin)
+    await call(client, "DELETE", f"/api/v1/api-keys/{revoked['id']}", admin)
+    lookups.clear()  # the admin key's own lookup
+    assert (await client.get("/api/v1/tenants", headers=cached)).status == 200
+    assert (await client.get("/api/v1/tenants", headers=cached)).status == 200
+    assert len(lookups) == 1  # looked up once, then served from the cache
+
+    bad = [
+        {},  # no credentials
+        {"X-API-Key": "sk_live_not-a-key"},  # fails the checksum: no lookup either
+        as_key(revoked),  # well formed, looked up, refused
+        bearer("not.a.jwt"),
+    ]
+    expected = [(401, "UNAUTHORIZED"), (401, "INVALID_CREDENTIALS"),
+                (401, "INVALID_CREDENTIALS"), (401, "INVALID_CREDENTIALS")]  # fmt: skip
+    for remaining, (headers, outcome) in enumerate(zip(bad, expected, strict=True)):
+        resp = await client.get("/api/v1/tenants", headers=headers)
+        assert (resp.status, error_code(await resp.json())) == outcome
+        assert limit_headers(resp) == ("4", str(3 - remaining))
+    lookups_before = len(lookups)
+    assert lookups_before == 2  # only the revoked key needed the database
+
+    # The address is over its limit: a key that would need a lookup gets 429 without one,
+    # valid or not, and so does every other bad request.
+    for headers in (as_key(good), as_key(revoked), {}, bearer("x.y.z")):
+        resp = await client.get("/api/v1/tenants", headers=headers)
+        assert resp.status == 429, headers
+        assert int(resp.headers["Retry-After"]) >= 1
+        assert limit_headers(resp) == ("4", "0")
+    assert len(lookups) == lookups_before
+    # A caller whose key is already known is not locked out by its neighbours' mistakes.
+    assert (await client.get("/api/v1/tenants", headers=cached)).status == 200
+
+
+@pytest.mark.usefixtures("redis_cleanup")
+async def test_jwt_callers_are_limited_per_sub(client) -> None:
+    alice = bearer(make_token(JWT_SECRET, sub="alice"))
+    alice_again = bearer(make_token(JWT_SECRET, sub="alice", scopes="read"))
+    bob = bearer(make_token(JWT_SECRET, sub="bob"))
+    for headers in (alice, alice_again, alice, alice_again):
+        assert (await client.get("/api/v1/tenants", headers=headers)).status == 200
+    resp = await client.get("/api/v1/tenants", headers=alice)
+    assert resp.status == 429
+    resp = await client.get("/api/v1/tenants", headers=bob)
+    assert resp.status == 200
+    assert limit_headers(resp) == ("4", "3")
