@@ -27,6 +27,7 @@ from service.handlers import (
     regions,
     roles,
     tenants,
+    webhooks,
 )
 from service.http import appkeys as keys
 from service.http.middleware import authenticate, request_context
@@ -40,6 +41,7 @@ from service.usecases.audit_queries import AuditQueries
 from service.usecases.config_entries import ConfigEntries
 from service.usecases.consents import Consents
 from service.usecases.context import TenantContext
+from service.usecases.delivery_admin import DeliveryAdmin
 from service.usecases.deps import Deps
 from service.usecases.encryption_keys import EncryptionKeyRotation
 from service.usecases.permissions import PermissionPolicies
@@ -53,6 +55,10 @@ from service.usecases.tenant_export import TenantExport
 from service.usecases.tenant_moves import TenantMoves
 from service.usecases.tenant_purge import TenantPurge
 from service.usecases.tenant_queries import TenantQueries
+from service.usecases.webhook_changes import WebhookChanges
+from service.usecases.webhook_queries import WebhookQueries, WebhookTesting
+from service.webhooks.runtime import WebhookRuntime
+from service.webhooks.sender import WebhookNetwork
 
 log = get_logger("service.app")
 BOOTSTRAP_KEY = web.AppKey("bootstrap_key", bool)
@@ -67,6 +73,7 @@ def apis() -> list[Api]:
         encryption_keys.api,
         api_keys.api,
         roles.api,
+        webhooks.api,
         audit_logs.api,
         consents.api,
         gdpr.api,
@@ -75,7 +82,12 @@ def apis() -> list[Api]:
     ]
 
 
-def create_app(settings: Settings, *, bootstrap_key: bool = False) -> web.Application:
+def create_app(
+    settings: Settings,
+    *,
+    bootstrap_key: bool = False,
+    webhook_network: WebhookNetwork | None = None,
+) -> web.Application:
     if settings.database_url is None:
         raise ValueError("create_app needs settings.database_url (the CLI starts one if unset)")
     app = web.Application(
@@ -86,7 +98,9 @@ def create_app(settings: Settings, *, bootstrap_key: bool = False) -> web.Applic
     repos = Repositories.build(queries)
     database = Database(settings)
     keyring = KeyRing(Encryptor(settings.encryption_key, settings.encryption_keys_previous))
-    deps = Deps(settings, database, repos, ChangeRecorder(repos.outbox), keyring)
+    recorder = ChangeRecorder(repos.outbox, webhook_max_attempts=settings.webhook_max_attempts)
+    deps = Deps(settings, database, repos, recorder, keyring)
+    webhook_runtime = WebhookRuntime(deps, webhook_network)
 
     app[keys.SETTINGS] = settings
     app[keys.QUERIES] = queries
@@ -110,6 +124,11 @@ def create_app(settings: Settings, *, bootstrap_key: bool = False) -> web.Applic
     app[keys.PERMISSION_POLICIES] = PermissionPolicies(deps)
     app[keys.TENANT_CONTEXT] = TenantContext(deps)
     app[keys.ENCRYPTION_KEY_ROTATION] = EncryptionKeyRotation(deps)
+    app[keys.WEBHOOK_RUNTIME] = webhook_runtime
+    app[keys.WEBHOOK_CHANGES] = WebhookChanges(deps, webhook_runtime.sender.guard)
+    app[keys.WEBHOOK_QUERIES] = WebhookQueries(deps)
+    app[keys.WEBHOOK_TESTING] = WebhookTesting(deps, webhook_runtime.sender)
+    app[keys.DELIVERY_ADMIN] = DeliveryAdmin(deps)
     app[keys.AUDIT_QUERIES] = AuditQueries(deps)
     app[keys.CONSENTS] = Consents(deps)
     app[keys.TENANT_EXPORT] = TenantExport(deps)
@@ -120,6 +139,8 @@ def create_app(settings: Settings, *, bootstrap_key: bool = False) -> web.Applic
     app[keys.ENDPOINTS] = register(app, apis())
     app.cleanup_ctx.append(_database_lifecycle)
     app.cleanup_ctx.append(_auth_lifecycle)
+    # After the database: the delivery worker stops (releasing its claims) before it closes.
+    app.cleanup_ctx.append(webhook_runtime.cleanup_ctx)
     return app
 
 

@@ -1,4 +1,4 @@
-"""JSON shapes of audit entries, consent records and the parts of a GDPR export.
+"""JSON shapes of audit entries and consent records.
 
 Kept apart from service/representations.py (tenants, keys) so each area's shapes change
 in one place.
@@ -10,7 +10,6 @@ from typing import Any
 
 from service.repositories.audit_logs import AuditEntry
 from service.repositories.consents import Consent
-from service.repositories.gdpr import WebhookRow
 from service.representations import opt_str
 from service.timefmt import iso, iso_or_none
 
@@ -43,19 +42,4 @@ def consent_json(c: Consent) -> dict[str, Any]:
         "revoked_by": c.revoked_by,
         "expires_at": iso_or_none(c.expires_at),
         "metadata": c.metadata,
-    }
-
-
-def exported_webhook_json(w: WebhookRow) -> dict[str, Any]:
-    """A webhook without its secret (an export never carries signing secrets)."""
-    return {
-        "id": str(w.id),
-        "url": w.url,
-        "tenant_id": opt_str(w.tenant_id),
-        "events": w.events,
-        "description": w.description,
-        "active": w.active,
-        "include_descendants": w.include_descendants,
-        "created_at": iso(w.created_at),
-        "updated_at": iso(w.updated_at),
     }

@@ -13,13 +13,16 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
 import pytest
 from aiohttp.test_utils import TestClient
 
 from tests.conftest import ENCRYPTION_KEY
 from tests.support.api import create_tenant, unique_slug
+from tests.support.gdpr import add_delivery, events_of
 from tests.support.keys import make_key
+from tests.support.processes import free_port
 
 World = dict[str, Any]
 Value = Callable[[World, Any], Any]
@@ -124,15 +127,36 @@ CASES = [
          world_id("role"), world_id("tenant"), body=lambda w: {"description": "changed"}),
     Case("DELETE", "/api/v1/roles/{role}", "role.deleted", "role",
          world_id("role"), world_id("tenant"), status=204),
+    # webhooks and deliveries (issue 5)
+    Case("POST", "/api/v1/webhooks", "webhook.created", "webhook", body_id, world_id("tenant"),
+         body=lambda w: {"url": w["hook_url"], "events": ["tenant.moved"],
+                         "tenant_id": w["tenant"]}, status=201),
+    Case("PATCH", "/api/v1/webhooks/{webhook}", "webhook.updated", "webhook",
+         world_id("webhook"), world_id("tenant"), body=lambda w: {"description": "changed"}),
+    Case("POST", "/api/v1/webhooks/{webhook}/rotate-secret", "webhook.updated", "webhook",
+         world_id("webhook"), world_id("tenant")),
+    Case("POST", "/api/v1/webhooks/{webhook}/test", "webhook.tested", "webhook",
+         world_id("webhook"), world_id("tenant")),
+    Case("DELETE", "/api/v1/webhooks/{webhook}", "webhook.deleted", "webhook",
+         world_id("webhook"), world_id("tenant"), status=204),
+    Case("POST", "/api/v1/webhooks/deliveries/{delivery}/retry", "delivery.retried", "delivery",
+         world_id("delivery"), world_id("tenant")),
+    Case("POST", "/api/v1/webhooks/deliveries/retry-all", "delivery.retried", "delivery",
+         nothing, nothing),
 ]  # fmt: skip
 
 
 @pytest.fixture
 def settings_env() -> dict[str, str]:
-    return {"SERVICE_REGIONS": "default,eu-2"}
+    # Webhooks may target loopback over http: the receiver is a closed local port.
+    return {
+        "SERVICE_REGIONS": "default,eu-2",
+        "WEBHOOK_ALLOW_HTTP": "true",
+        "WEBHOOK_ALLOWED_PRIVATE_CIDRS": "127.0.0.1/32",
+    }
 
 
-async def make_world(client: TestClient, headers: dict[str, str]) -> World:
+async def make_world(client: TestClient, headers: dict[str, str], conn: Any) -> World:
     root = await create_tenant(client, headers)
     tenant = await create_tenant(client, headers, parent_id=root["id"], config={"theme": "dark"})
     leaf = await create_tenant(client, headers, parent_id=tenant["id"])
@@ -162,10 +186,21 @@ async def make_world(client: TestClient, headers: dict[str, str]) -> World:
         f"/api/v1/api-keys/{keys[1]['id']}/role", json={"role_id": role["id"]}, headers=headers
     )
     assert resp.status == 200
+    hook_url = f"http://127.0.0.1:{free_port()}/hook"  # nothing listens: attempts fail fast
+    resp = await client.post(
+        "/api/v1/webhooks",
+        json={"url": hook_url, "events": ["tenant.moved"], "tenant_id": tenant["id"]},
+        headers=headers,
+    )
+    webhook = await resp.json()
+    assert resp.status == 201, webhook
+    event_id = (await events_of(conn, tenant["id"]))[-1]["id"]
+    delivery = await add_delivery(conn, UUID(webhook["id"]), event_id, status="failed")
     return {
         "root": root["id"], "tenant": tenant["id"], "leaf": leaf["id"],
         "leaf_slug": leaf["slug"], "archived": archived["id"], "consent": consent["id"],
         "role": role["id"], "key": keys[0]["id"], "role_key": keys[1]["id"],
+        "hook_url": hook_url, "webhook": webhook["id"], "delivery": str(delivery),
     }  # fmt: skip
 
 
@@ -175,7 +210,7 @@ async def test_each_mutating_endpoint_leaves_exactly_one_entry(
 ) -> None:
     issued = await make_key(client.app, name="audited caller")
     headers = {"X-API-Key": issued.plaintext}
-    world = await make_world(client, headers)
+    world = await make_world(client, headers, db_conn)
     request_id = f"audit-{unique_slug()}"
     resp = await client.request(
         case.method,
@@ -213,7 +248,7 @@ async def test_each_mutating_endpoint_leaves_exactly_one_entry(
 async def test_reads_and_refused_changes_leave_no_entry(client: TestClient, db_conn) -> None:
     issued = await make_key(client.app, name="reader")
     headers = {"X-API-Key": issued.plaintext}
-    world = await make_world(client, headers)
+    world = await make_world(client, headers, db_conn)
     request_id = f"quiet-{unique_slug()}"
     quiet = {**headers, "X-Request-ID": request_id}
     tenant = world["tenant"]

@@ -1,31 +1,16 @@
-"""GDPR: what an export reads beyond the other repositories, and the purge deletes."""
+"""GDPR purge: locking the subtree, deleting every row of its tenants, redacting events
+of other tenants that name them."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 import asyncpg
 
 from service.db.repository import NamedSql, Repository
-
-
-@dataclass(frozen=True, slots=True)
-class WebhookRow:
-    """A webhook as exported: every column but the secrets."""
-
-    id: UUID
-    url: str
-    tenant_id: UUID | None
-    events: list[str]
-    description: str
-    active: bool
-    include_descendants: bool
-    created_at: datetime
-    updated_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +46,6 @@ PURGE_STEPS: tuple[tuple[str, str], ...] = (
 
 
 class GdprRepository(Repository):
-    _webhooks = NamedSql("list_webhooks_for_export")
     _lock_subtree = NamedSql("lock_subtree_for_purge")
     _mentioning = NamedSql("find_events_mentioning_tenants")
     _replace_payloads = NamedSql("replace_event_payloads")
@@ -75,11 +59,6 @@ class GdprRepository(Repository):
     _roles_gone = NamedSql("delete_roles_of_tenants")
     _closure = NamedSql("delete_closure_of_tenants")
     _tenants = NamedSql("delete_tenants")
-
-    async def list_webhooks_for_export(
-        self, conn: asyncpg.Connection, tenant_id: UUID
-    ) -> list[WebhookRow]:
-        return [WebhookRow(**r) for r in await conn.fetch(self._webhooks, tenant_id)]
 
     async def lock_subtree_for_purge(self, conn: asyncpg.Connection, tenant_id: UUID) -> list[UUID]:
         return [r["id"] for r in await conn.fetch(self._lock_subtree, tenant_id)]

@@ -11,6 +11,7 @@ from service.repositories.audit_logs import AuditLogsRepository
 from service.repositories.config_entries import ConfigEntriesRepository
 from service.repositories.consents import ConsentsRepository
 from service.repositories.context import ContextRepository
+from service.repositories.deliveries import DeliveriesRepository
 from service.repositories.encryption_keys import EncryptionKeysRepository
 from service.repositories.gdpr import GdprRepository
 from service.repositories.health import HealthRepository
@@ -20,6 +21,7 @@ from service.repositories.regions import RegionsRepository
 from service.repositories.retention import RetentionRepository
 from service.repositories.roles import RolesRepository
 from service.repositories.tenants import TenantsRepository
+from service.repositories.webhooks import WebhooksRepository
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +32,8 @@ class Repositories:
     api_keys: ApiKeysRepository
     health: HealthRepository
     migrations: MigrationsRepository
+    webhooks: WebhooksRepository
+    deliveries: DeliveriesRepository
     permissions: PermissionsRepository
     context: ContextRepository
     encryption_keys: EncryptionKeysRepository
@@ -49,6 +53,8 @@ class Repositories:
             api_keys=ApiKeysRepository(queries),
             health=HealthRepository(queries),
             migrations=MigrationsRepository(queries),
+            webhooks=WebhooksRepository(queries),
+            deliveries=DeliveriesRepository(queries),
             permissions=PermissionsRepository(queries),
             context=ContextRepository(queries),
             encryption_keys=EncryptionKeysRepository(queries),

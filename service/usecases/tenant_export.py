@@ -19,12 +19,13 @@ from service.repositories.api_keys import StoredKey
 from service.repositories.audit_logs import AuditFilter
 from service.repositories.config_entries import ConfigEntry
 from service.representations import role_json, stored_key_json, tenant_json
-from service.representations_gdpr import audit_entry_json, consent_json, exported_webhook_json
+from service.representations_gdpr import audit_entry_json, consent_json
 from service.timefmt import iso, utcnow
 from service.usecases.config_values import shown_value
 from service.usecases.deps import Deps
 from service.usecases.recording import AuditRecord
 from service.usecases.tenant_access import visible
+from service.webhooks.representation import webhook_json
 
 FORMAT_VERSION = 1
 KEY_PAGE = 1000
@@ -77,7 +78,7 @@ class TenantExport:
             )
             permissions = await repos.permissions.list_permission_policies(conn, tenant_id)
             consents = await repos.consents.list_consents(conn, tenant_id)
-            webhooks = await repos.gdpr.list_webhooks_for_export(conn, tenant_id)
+            webhooks = await repos.webhooks.list_webhooks(conn, scope=None, tenant_id=tenant_id)
             keys = await self._all_keys(conn, tenant_id)
             roles = await repos.roles.list_roles(conn, tenant_id=tenant_id, subtree_of=None)
             children = await repos.tenants.list_children(conn, tenant_id, status="all")
@@ -89,7 +90,8 @@ class TenantExport:
                 "permissions": [permission_json(p) for p in permissions],
                 "consents": [consent_json(c) for c in consents],
                 "audit_logs": [audit_entry_json(e) for e in audit],
-                "webhooks": [exported_webhook_json(w) for w in webhooks],
+                # webhook_json never carries the secret (only create and rotate answers do)
+                "webhooks": [webhook_json(w) for w in webhooks],
                 "api_keys": [stored_key_json(k) for k in keys],
                 "roles": [role_json(r) for r in roles],
                 "children": [

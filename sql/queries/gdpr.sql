@@ -1,15 +1,7 @@
--- GDPR export (everything held about a tenant) and purge (hard delete of a subtree).
--- A purge runs under the tree root's exclusive lock, as a move does, and removes rows
--- child tables first so each count is exact; audit entries stay, redacted
--- (audit_logs.sql).
-
--- name: list_webhooks_for_export
--- A tenant's webhooks, without their secrets.
-SELECT id, url, tenant_id, events, description, active, include_descendants,
-       created_at, updated_at
-FROM webhooks
-WHERE tenant_id = $1
-ORDER BY id;
+-- GDPR purge (hard delete of a subtree). A purge runs under the tree root's exclusive
+-- lock, as a move does, and removes rows child tables first so each count is exact;
+-- audit entries stay, redacted (audit_logs.sql). The export reads through the other
+-- areas' queries.
 
 -- name: lock_subtree_for_purge
 -- Lock every tenant of $1's subtree for update, in id order; returns their ids.

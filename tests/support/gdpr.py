@@ -1,6 +1,7 @@
 """Rows for audit, GDPR and retention tests: config, permissions and roles through their
-endpoints; webhooks and deliveries (no endpoint on this branch writes them yet) stored
-the way the service stores them."""
+endpoints. Webhooks and deliveries are stored directly, the way the service stores
+them: the webhook API resolves its URL (no DNS in tests), and retention needs deliveries
+with chosen statuses and times (a delivery without next_attempt_at is never claimed)."""
 
 from __future__ import annotations
 
