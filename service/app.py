@@ -30,6 +30,7 @@ from service.handlers import (
     webhooks,
 )
 from service.http import appkeys as keys
+from service.http.idempotency import idempotency
 from service.http.middleware import authenticate, request_context
 from service.http.routing import Api, register
 from service.logs import get_logger
@@ -44,6 +45,7 @@ from service.usecases.context import TenantContext
 from service.usecases.delivery_admin import DeliveryAdmin
 from service.usecases.deps import Deps
 from service.usecases.encryption_keys import EncryptionKeyRotation
+from service.usecases.idempotency import IdempotentAnswers
 from service.usecases.permissions import PermissionPolicies
 from service.usecases.recording import ChangeRecorder
 from service.usecases.region_migration import RegionMigrations
@@ -92,7 +94,7 @@ def create_app(
         raise ValueError("create_app needs settings.database_url (the CLI starts one if unset)")
     app = web.Application(
         client_max_size=settings.max_body_bytes,
-        middlewares=[request_context, authenticate],
+        middlewares=[request_context, authenticate, idempotency],
     )
     queries = Queries.load()
     repos = Repositories.build(queries)
@@ -135,6 +137,7 @@ def create_app(
     app[keys.TENANT_PURGE] = TenantPurge(deps, authenticator.cache)
     app[keys.REGION_MIGRATIONS] = RegionMigrations(deps)
     app[keys.RETENTION] = Retention(deps, authenticator.cache)
+    app[keys.IDEMPOTENT_ANSWERS] = IdempotentAnswers(deps)
     app[BOOTSTRAP_KEY] = bootstrap_key
     app[keys.ENDPOINTS] = register(app, apis())
     app.cleanup_ctx.append(_database_lifecycle)

@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 PURPOSE_CONFIG = "config-value"
 PURPOSE_WEBHOOK_SECRET = "webhook-secret"  # noqa: S105 - a label, not a secret
+PURPOSE_IDEMPOTENT_ANSWER = "idempotent-answer"
 _INFO_PREFIX = b"tenant-service/v1/"
 _VERSION = "v1"
 
@@ -40,6 +41,10 @@ def config_aad(tenant_id: object, key: str) -> bytes:
 
 def webhook_aad(webhook_id: object) -> bytes:
     return f"webhook:{webhook_id}".encode()
+
+
+def idempotency_aad(key_hash: bytes) -> bytes:
+    return b"idempotency:" + key_hash.hex().encode()
 
 
 class Encryptor:

@@ -4,6 +4,10 @@
 serialization failures and stale optimistic reads (RetryTransaction) a few times, so
 none of them ever reaches a caller. Acquiring a connection waits at most
 DB_ACQUIRE_TIMEOUT_SECONDS; past that the request fails fast with 503.
+
+A request that holds its transaction (an Idempotency-Key POST, service/db/held.py) gets
+its first transaction kept open for its answer, and runs everything after it on the
+same connection.
 """
 
 from __future__ import annotations
@@ -16,15 +20,22 @@ from typing import Any, Literal, TypeVar, cast
 
 import asyncpg
 import orjson
+from asyncpg.transaction import Transaction
 
 from service.config import Settings
 from service.db.errors import service_unavailable
+from service.db.held import HeldTransaction, current_hold
 from service.errors import RetryTransaction
 
 T = TypeVar("T")
 Connection = asyncpg.Connection
 _RETRYABLE = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError, RetryTransaction)
 MAX_TRANSACTION_ATTEMPTS = 8
+Isolation = Literal["read_committed", "repeatable_read", "serializable"]
+
+
+async def _backoff(attempt: int) -> None:
+    await asyncio.sleep(random.uniform(0.002, 0.01) * attempt)  # noqa: S311
 
 
 def _encode_json(value: Any) -> str:
@@ -87,17 +98,28 @@ class Database:
             pool, self._pool = self._pool, None
             await pool.close()
 
-    @asynccontextmanager
-    async def connection(self) -> AsyncIterator[asyncpg.Connection]:
+    async def _acquire(self) -> asyncpg.Connection:
         try:
             conn = await self.pool.acquire(timeout=self.acquire_timeout)
         except TimeoutError as exc:
             raise service_unavailable() from exc
+        # A pool proxy behaves as a connection; repositories are typed against that.
+        return cast(asyncpg.Connection, conn)
+
+    async def _release(self, conn: asyncpg.Connection) -> None:
+        await self.pool.release(cast(Any, conn))
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[asyncpg.Connection]:
+        held = current_hold()
+        if held is not None and held.conn is not None:
+            yield held.conn  # the request's held transaction (service/db/held.py)
+            return
+        conn = await self._acquire()
         try:
-            # A pool proxy behaves as a connection; repositories are typed against that.
-            yield cast(asyncpg.Connection, conn)
+            yield conn
         finally:
-            await self.pool.release(conn)
+            await self._release(conn)
 
     async def run(self, fn: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
         """fn(conn) outside an explicit transaction: for single-statement reads."""
@@ -108,8 +130,13 @@ class Database:
         self,
         fn: Callable[[asyncpg.Connection], Awaitable[T]],
         *,
-        isolation: Literal["read_committed", "repeatable_read", "serializable"] = "read_committed",
+        isolation: Isolation = "read_committed",
     ) -> T:
+        held = current_hold()
+        if held is not None:
+            if held.conn is not None:
+                return await self._savepoint(held.conn, fn)
+            return await self._first_held(held, fn, isolation)
         for attempt in range(1, MAX_TRANSACTION_ATTEMPTS + 1):
             try:
                 async with self.connection() as conn, conn.transaction(isolation=isolation):
@@ -117,5 +144,76 @@ class Database:
             except _RETRYABLE:
                 if attempt == MAX_TRANSACTION_ATTEMPTS:
                     raise
-                await asyncio.sleep(random.uniform(0.002, 0.01) * attempt)  # noqa: S311
+                await _backoff(attempt)
         raise AssertionError("unreachable")
+
+    async def _first_held(
+        self,
+        held: HeldTransaction,
+        fn: Callable[[asyncpg.Connection], Awaitable[T]],
+        isolation: Isolation,
+    ) -> T:
+        """The request's first transaction: run like any other, but kept open (not
+        committed) for the middleware to settle with settle_held()."""
+        for attempt in range(1, MAX_TRANSACTION_ATTEMPTS + 1):
+            conn = await self._acquire()
+            transaction = conn.transaction(isolation=isolation)
+            try:
+                await transaction.start()
+                await held.on_begin(conn)
+                result = await fn(conn)
+            except BaseException as exc:
+                await asyncio.shield(self._abandon(conn, transaction))
+                if not isinstance(exc, _RETRYABLE) or attempt == MAX_TRANSACTION_ATTEMPTS:
+                    raise
+                await _backoff(attempt)
+                continue
+            held.hold(conn, transaction)
+            return result
+        raise AssertionError("unreachable")
+
+    async def _savepoint(
+        self, conn: asyncpg.Connection, fn: Callable[[asyncpg.Connection], Awaitable[T]]
+    ) -> T:
+        """A later transaction of a request that holds one: a savepoint inside it."""
+        for attempt in range(1, MAX_TRANSACTION_ATTEMPTS + 1):
+            try:
+                async with conn.transaction():
+                    return await fn(conn)
+            except _RETRYABLE:
+                if attempt == MAX_TRANSACTION_ATTEMPTS:
+                    raise
+                await _backoff(attempt)
+        raise AssertionError("unreachable")
+
+    async def settle_held(
+        self,
+        held: HeldTransaction,
+        before_commit: Callable[[asyncpg.Connection], Awaitable[None]] | None,
+    ) -> None:
+        """Commit the held transaction after before_commit(conn), or roll it back when
+        before_commit is None. The connection goes back to the pool either way."""
+        taken = held.take()
+        if taken is None:
+            return
+        conn, transaction = taken
+        if before_commit is None:
+            await asyncio.shield(self._abandon(conn, transaction))
+            return
+        try:
+            await before_commit(conn)
+            await transaction.commit()
+        except BaseException:
+            await asyncio.shield(self._abandon(conn, transaction))
+            raise
+        await self._release(conn)
+
+    async def _abandon(self, conn: asyncpg.Connection, transaction: Transaction) -> None:
+        """Roll back (when the connection still can) and give the connection back."""
+        try:
+            if not conn.is_closed():
+                await transaction.rollback()
+        except Exception:  # noqa: S110 - a broken connection is reset by the pool below
+            pass
+        finally:
+            await self._release(conn)

@@ -19,6 +19,8 @@ api = Api("maintenance")
     summary="Remove expired audit entries, deliveries, events, consents and archived tenants",
     body=PurgeExpiredBody, response="PurgeExpiredResult",
     errors=("VALIDATION_ERROR", "TENANT_ACCESS_DENIED"),
+    # Its batches commit one by one: an Idempotency-Key answer is stored after the run.
+    idempotency="after_work",
 )  # fmt: skip
 async def purge_expired(request: web.Request) -> web.Response:
     body = await read_optional_body(request, PurgeExpiredBody) or PurgeExpiredBody()

@@ -21,6 +21,7 @@ from service.usecases.context import TenantContext
 from service.usecases.delivery_admin import DeliveryAdmin
 from service.usecases.deps import Deps
 from service.usecases.encryption_keys import EncryptionKeyRotation
+from service.usecases.idempotency import IdempotentAnswers
 from service.usecases.permissions import PermissionPolicies
 from service.usecases.region_migration import RegionMigrations
 from service.usecases.retention import Retention
@@ -67,3 +68,4 @@ TENANT_EXPORT = web.AppKey("tenant_export", TenantExport)
 TENANT_PURGE = web.AppKey("tenant_purge", TenantPurge)
 REGION_MIGRATIONS = web.AppKey("region_migrations", RegionMigrations)
 RETENTION = web.AppKey("retention", Retention)
+IDEMPOTENT_ANSWERS = web.AppKey("idempotent_answers", IdempotentAnswers)

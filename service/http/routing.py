@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from aiohttp import web
 
 from service.auth.authorization import is_admin_path
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+# Where a POST's Idempotency-Key answer is stored: in the transaction of its change (the
+# default), or after the work when it commits in several transactions by design.
+IdempotencyMode = Literal["same_transaction", "after_work"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +34,7 @@ class Endpoint:
     public: bool = False
     tag: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    idempotency: IdempotencyMode = "same_transaction"
 
     @property
     def admin(self) -> bool:

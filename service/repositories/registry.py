@@ -15,6 +15,7 @@ from service.repositories.deliveries import DeliveriesRepository
 from service.repositories.encryption_keys import EncryptionKeysRepository
 from service.repositories.gdpr import GdprRepository
 from service.repositories.health import HealthRepository
+from service.repositories.idempotency import IdempotencyRepository
 from service.repositories.outbox import OutboxRepository
 from service.repositories.permissions import PermissionsRepository
 from service.repositories.regions import RegionsRepository
@@ -43,6 +44,7 @@ class Repositories:
     gdpr: GdprRepository
     regions: RegionsRepository
     retention: RetentionRepository
+    idempotency: IdempotencyRepository
 
     @classmethod
     def build(cls, queries: Queries) -> Repositories:
@@ -64,4 +66,5 @@ class Repositories:
             gdpr=GdprRepository(queries),
             regions=RegionsRepository(queries),
             retention=RetentionRepository(queries),
+            idempotency=IdempotencyRepository(queries),
         )

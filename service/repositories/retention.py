@@ -56,6 +56,8 @@ class RetentionRepository(Repository):
     _count_tenants = NamedSql("count_expired_archived_tenants")
     _find_leaves = NamedSql("find_expired_archived_leaves")
     _lock_leaves = NamedSql("lock_expired_archived_leaves")
+    _count_idempotency = NamedSql("count_expired_idempotency_keys")
+    _delete_idempotency = NamedSql("delete_expired_idempotency_keys")
 
     async def _count(self, conn: asyncpg.Connection, sql: str, cutoff: datetime) -> int:
         return int(await conn.fetchval(sql, cutoff))
@@ -104,6 +106,16 @@ class RetentionRepository(Repository):
         """One batch; opens the audit guard for entries before cutoff, this transaction only."""
         await conn.execute(self._allow_audit, cutoff)
         return await self._delete(conn, self._delete_audit, cutoff, limit, after)
+
+    async def count_expired_idempotency_keys(
+        self, conn: asyncpg.Connection, cutoff: datetime
+    ) -> int:
+        return await self._count(conn, self._count_idempotency, cutoff)
+
+    async def delete_expired_idempotency_keys(
+        self, conn: asyncpg.Connection, cutoff: datetime, limit: int, after: Position | None
+    ) -> Batch:
+        return await self._delete(conn, self._delete_idempotency, cutoff, limit, after)
 
     async def count_expired_archived_tenants(
         self, conn: asyncpg.Connection, cutoff: datetime

@@ -19,16 +19,19 @@ from service.auth.principal import Actor
 from service.config import decode_encryption_key
 from service.crypto import (
     PURPOSE_CONFIG,
+    PURPOSE_IDEMPOTENT_ANSWER,
     PURPOSE_WEBHOOK_SECRET,
     DecryptionError,
     config_aad,
     decrypt_with,
     encrypt_with,
+    idempotency_aad,
     webhook_aad,
 )
 from service.errors import ServiceError, validation_error
 from service.logs import get_logger
 from service.repositories.encryption_keys import ConfigCiphertext, WebhookCiphertexts
+from service.repositories.idempotency import AnswerCiphertext
 from service.schemas.config import RotateEncryptionKey
 from service.usecases.deps import Deps
 from service.usecases.recording import AuditRecord
@@ -83,6 +86,9 @@ class EncryptionKeyRotation:
             result = RotationResult(
                 await self._rotate_config(conn, keys), await self._rotate_webhooks(conn, keys)
             )
+            # Not part of the answer (the spec's two counts): stored Idempotency-Key
+            # answers, which hold tenant data and plaintext keys, move along.
+            answers = await self._rotate_idempotent_answers(conn, keys)
             await self.deps.recorder.record(
                 conn,
                 actor,
@@ -94,6 +100,7 @@ class EncryptionKeyRotation:
                     {
                         "config_entries_rotated": result.config_entries_rotated,
                         "webhooks_rotated": result.webhooks_rotated,
+                        "idempotent_answers_rotated": answers,
                     },
                 ),
             )
@@ -177,5 +184,28 @@ class EncryptionKeyRotation:
                     )
                 rewritten.append(WebhookCiphertexts(row.id, secret, previous))
             await self.repo.update_webhook_ciphertexts(conn, rewritten)
+            count += len(rows)
+            after = rows[-1].id
+
+    async def _rotate_idempotent_answers(self, conn: asyncpg.Connection, keys: _Keys) -> int:
+        repo = self.deps.repos.idempotency
+        count = 0
+        after: UUID | None = None
+        while True:
+            rows = await repo.lock_idempotency_answers_batch(conn, after, self.batch_size)
+            if not rows:
+                return count
+            rewritten: list[AnswerCiphertext] = []
+            for row in rows:
+                token = keys.reencrypt(
+                    row.answer, purpose=PURPOSE_IDEMPOTENT_ANSWER, aad=idempotency_aad(row.key_hash)
+                )
+                if token is None:
+                    raise key_mismatch(
+                        f"old_key does not decrypt the stored Idempotency-Key answer {row.id}; "
+                        "nothing was changed"
+                    )
+                rewritten.append(AnswerCiphertext(row.id, row.key_hash, token))
+            await repo.update_idempotency_answers(conn, rewritten)
             count += len(rows)
             after = rows[-1].id

@@ -2,10 +2,11 @@
 
 The caller holds the tree roots' exclusive locks. Every row of the tenants goes (config,
 permissions, consents, webhooks and their deliveries, events, keys, roles, closure rows,
-the tenants); audit entries stay with `changes` redacted. Rows of OTHER tenants that
-name a purged tenant are redacted too: the events of a child moved out of the subtree
-earlier keep their shape with the purged ids replaced by null, and such audit entries
-get the redaction marker (docs/decisions.md, "GDPR").
+stored Idempotency-Key answers naming them, the tenants); audit entries stay with
+`changes` redacted. Rows of OTHER tenants that name a purged tenant are redacted too: the
+events of a child moved out of the subtree earlier keep their shape with the purged ids
+replaced by null, and such audit entries get the redaction marker (docs/decisions.md,
+"GDPR").
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ async def purge_tenant_rows(
     counts["audit_logs_redacted"] = await repos.audit_logs.redact_audit_logs_of_tenants(
         conn, tenant_ids
     )
+    # Stored Idempotency-Key answers are copies of answers that carried the tenants' data:
+    # they go too (not counted: they are not records of the tenants).
+    await repos.idempotency.delete_idempotency_keys_of_tenants(conn, tenant_ids)
     return purged
 
 

@@ -29,7 +29,16 @@ from service.usecases.recording import AuditRecord
 DEFAULT_BATCH_SIZE = 1000
 # Archived tenants are purged with everything they own: smaller batches.
 DEFAULT_TENANT_BATCH_SIZE = 100
-CATEGORIES = ("audit_logs", "webhook_deliveries", "events", "consents", "archived_tenants")
+CATEGORIES = (
+    "audit_logs",
+    "webhook_deliveries",
+    "events",
+    "consents",
+    "archived_tenants",
+    "idempotency_keys",
+)
+# Idempotency-Key answers are replayed for 24 hours (service/usecases/idempotency.py).
+IDEMPOTENCY_KEY_LIFETIME = timedelta(hours=24)
 
 DeleteBatch = Callable[[asyncpg.Connection, datetime, int, Position | None], Awaitable[Batch]]
 
@@ -82,6 +91,7 @@ class Retention:
             "events": deliveries,
             "consents": before(s.consent_retention_days),
             "archived_tenants": before(s.archived_tenant_retention_days),
+            "idempotency_keys": now - IDEMPOTENCY_KEY_LIFETIME,
         }
 
     async def purge_expired(
@@ -111,6 +121,7 @@ class Retention:
             "events": repo.count_expired_events,
             "consents": repo.count_expired_consents,
             "archived_tenants": repo.count_expired_archived_tenants,
+            "idempotency_keys": repo.count_expired_idempotency_keys,
         }
 
         async def work(conn: asyncpg.Connection) -> dict[str, int]:
@@ -132,6 +143,7 @@ class Retention:
             ("events", self.repo.delete_expired_events),
             ("consents", self.repo.delete_expired_consents),
             ("audit_logs", self.repo.delete_expired_audit_logs),
+            ("idempotency_keys", self.repo.delete_expired_idempotency_keys),
         )
         for category, delete in steps:
             cutoff = cutoffs[category]

@@ -127,3 +127,22 @@ WHERE t.id = ANY($2::uuid[])
   AND NOT EXISTS (SELECT 1 FROM tenants c WHERE c.parent_id = t.id)
 ORDER BY t.id
 FOR UPDATE OF t;
+
+-- name: count_expired_idempotency_keys
+-- Idempotency-Key records written before $1 (24 hours before the run).
+SELECT count(*) AS total
+FROM idempotency_keys
+WHERE created_at < $1;
+
+-- name: delete_expired_idempotency_keys
+-- One batch of Idempotency-Key records written before $1.
+DELETE FROM idempotency_keys k
+WHERE k.id IN (SELECT x.id
+               FROM idempotency_keys x
+               WHERE x.created_at < $1
+                 AND x.created_at >= $3
+                 AND (x.created_at, x.id) > ($3, $4)
+               ORDER BY x.created_at, x.id
+               LIMIT $2
+               FOR UPDATE SKIP LOCKED)
+RETURNING k.created_at AS at, k.id;
