@@ -39,7 +39,7 @@ async def prepare_database(
             actor=SYSTEM_ACTOR,
             name="development admin",
             scopes=["read", "write", "admin"],
-            environment="test",
+            environment="test" if "test" in settings.api_key_environments else "live",
         )
     print_key_once(issued)
     return issued

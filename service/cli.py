@@ -150,6 +150,9 @@ def cmd_create_key(args: argparse.Namespace) -> int:
     if not 1 <= len(args.name) <= 255:
         sys.stderr.write("tenant-service: --name must be 1 to 255 characters\n")
         return 2
+    if args.test and "test" not in settings.api_key_environments:
+        sys.stderr.write("tenant-service: API_KEY_ENVIRONMENTS does not accept test keys\n")
+        return 2
 
     async def run(dsn: str) -> IssuedKey:
         queries = Queries.load()

@@ -44,6 +44,9 @@ class Settings:
     rate_limit_max: int = 100
     rate_limit_window_seconds: int = 60
     redis_url: str | None = None
+    # Which API-key environments authenticate here: a live-only deployment refuses
+    # sk_test_ keys outright (API_KEY_ENVIRONMENTS=live).
+    api_key_environments: tuple[str, ...] = ("live", "test")
     # Every Redis key starts with this, so several deployments (or test runs) can share
     # one Redis without colliding.
     redis_key_prefix: str = "tenant-service:"
@@ -106,6 +109,7 @@ class Settings:
             rate_limit_max=reader.integer("RATE_LIMIT_MAX", 100, 1, 100_000),
             rate_limit_window_seconds=reader.duration("RATE_LIMIT_WINDOW", "1 minute"),
             redis_url=reader.optional("REDIS_URL"),
+            api_key_environments=reader.subset("API_KEY_ENVIRONMENTS", ("live", "test")),
             redis_key_prefix=reader.text("REDIS_KEY_PREFIX", "tenant-service:"),
             webhook_max_attempts=reader.integer("WEBHOOK_MAX_ATTEMPTS", 6, 1, 100),
             webhook_retry_base_seconds=reader.number(
@@ -314,6 +318,15 @@ class _Reader:
             self.errors.append(f"{name} must be one of {', '.join(allowed)}, got {raw!r}")
             return default
         return raw
+
+    def subset(self, name: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
+        """A comma-separated, non-empty subset of allowed (all of them by default)."""
+        raw = self.text(name, ",".join(allowed))
+        chosen = tuple(dict.fromkeys(p.strip().lower() for p in raw.split(",") if p.strip()))
+        if not chosen or any(c not in allowed for c in chosen):
+            self.errors.append(f"{name} must list some of {', '.join(allowed)}, got {raw!r}")
+            return allowed
+        return chosen
 
     def duration(self, name: str, default: str) -> int:
         raw = self.text(name, default)

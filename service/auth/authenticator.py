@@ -165,8 +165,9 @@ class Authenticator:
     async def _from_api_key(self, key: str, guard: str) -> Principal | Decision | None:
         """The key's principal; None for a bad key; the guard's Decision when the client
         address is over its limit and the key would need a lookup."""
-        # Shape and checksum first: a mistyped or forged key costs no database work.
-        if parse_key(key) is None:
+        # Shape and checksum first: a mistyped or forged key costs no database work, nor
+        # does a key of an environment this deployment does not accept (live-only).
+        if parse_key(key) not in self.settings.api_key_environments:
             return None
         digest = hash_key(self.settings.api_key_hmac_secret, key)
         creds = self.cache.get(digest)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from service.errors import ServiceError
 from service.http.appkeys import ENCRYPTION_KEY_ROTATION
-from service.http.middleware import actor_of
+from service.http.middleware import actor_of, principal_of
 from service.http.requests import read_body
 from service.http.responses import json_response
 from service.http.routing import Api
@@ -18,9 +19,16 @@ api = Api("maintenance")
     "POST", "/api/v1/maintenance/rotate-encryption-key",
     summary="Re-encrypt every sensitive config value and webhook secret under a new key",
     body=RotateEncryptionKey, response="EncryptionKeyRotation",
-    errors=("VALIDATION_ERROR", "INSUFFICIENT_SCOPE", "ENCRYPTION_KEY_MISMATCH"),
+    errors=("VALIDATION_ERROR", "INSUFFICIENT_SCOPE", "TENANT_ACCESS_DENIED",
+            "ENCRYPTION_KEY_MISMATCH"),
 )  # fmt: skip
 async def rotate_encryption_key(request: web.Request) -> web.Response:
+    # The key protects every tenant's values: a tenant-scoped admin may not touch it.
+    if principal_of(request).is_scoped:
+        raise ServiceError(
+            "TENANT_ACCESS_DENIED",
+            "the encryption key is global; a tenant-scoped caller cannot rotate it",
+        )
     body = await read_body(request, RotateEncryptionKey)
     result = await request.app[ENCRYPTION_KEY_ROTATION].rotate(actor_of(request), body)
     return json_response(

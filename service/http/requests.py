@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from typing import Any, TypeVar
@@ -49,9 +50,37 @@ def validation_failed(error: FieldError) -> ServiceError:
     return ServiceError("VALIDATION_ERROR", f"{error.field}: {error.message}", details=[error])
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
+
+
+def reject_duplicate_keys(data: bytes) -> None:
+    """400 when an object names a key twice. Parsers disagree on which one wins (msgspec
+    and orjson keep the last, others the first), so a proxy or a log could read another
+    request than the service does: such a body is ambiguous, not merely redundant."""
+    try:
+        json.loads(data, object_pairs_hook=_unique_pairs)
+    except _DuplicateKey as exc:
+        name = str(exc.args[0])[:64]
+        raise validation_failed(
+            FieldError("body", f"the key {name!r} appears twice in one object")
+        ) from None
+    except (ValueError, RecursionError):  # already judged by msgspec; this never decides
+        return
+
+
 def decode_json(data: bytes, type_: type[T]) -> T:
     try:
-        return msgspec.json.decode(data, type=type_)
+        value = msgspec.json.decode(data, type=type_)
     except msgspec.ValidationError as exc:
         raise validation_failed(field_error(exc)) from None
     except msgspec.DecodeError as exc:
@@ -60,6 +89,8 @@ def decode_json(data: bytes, type_: type[T]) -> T:
         raise validation_failed(FieldError("body", "the body is not valid UTF-8")) from None
     except RecursionError:
         raise validation_failed(FieldError("body", "JSON nested too deeply")) from None
+    reject_duplicate_keys(data)
+    return value
 
 
 def _is_json(content_type: str) -> bool:

@@ -17,7 +17,7 @@ from msgspec import UNSET
 
 from service.auth.key_cache import KeyCache
 from service.auth.principal import Actor, Principal
-from service.errors import ServiceError
+from service.errors import ServiceError, validation_error
 from service.repositories.api_keys import KeySettings, StoredKey
 from service.repositories.roles import Role
 from service.schemas.api_keys import ApiKeyCreate, ApiKeyPatch
@@ -59,6 +59,10 @@ class ApiKeyCommands:
     async def create(self, principal: Principal, actor: Actor, body: ApiKeyCreate) -> CreatedKey:
         seconds = window_seconds(body.rate_limit_window)
         check_expiry(body.expires_at)
+        if body.environment not in self.deps.settings.api_key_environments:
+            raise validation_error(
+                "environment", f"this deployment does not accept {body.environment} keys"
+            )
         require_scopes(principal, body.scopes, "a key with these scopes")
 
         async def work(conn: asyncpg.Connection) -> CreatedKey:
