@@ -32,6 +32,7 @@ Connection = asyncpg.Connection
 _RETRYABLE = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError, RetryTransaction)
 MAX_TRANSACTION_ATTEMPTS = 8
 Isolation = Literal["read_committed", "repeatable_read", "serializable"]
+COMMAND_TIMEOUT_MARGIN_SECONDS = 2.0
 
 
 async def _backoff(attempt: int) -> None:
@@ -56,6 +57,15 @@ async def connect(dsn: str, **kwargs: Any) -> asyncpg.Connection:
     return conn
 
 
+def command_timeout(settings: Settings) -> float | None:
+    """The client's own bound on a statement, a little past the server's statement
+    timeout: a database that stops answering without closing the connection (a network
+    partition, a frozen host) still ends in a 503, never a hung request."""
+    if settings.db_statement_timeout_ms <= 0:
+        return None
+    return settings.db_statement_timeout_ms / 1000 + COMMAND_TIMEOUT_MARGIN_SECONDS
+
+
 async def create_pool(settings: Settings, dsn: str) -> asyncpg.Pool:
     pool = await asyncpg.create_pool(
         dsn,
@@ -64,6 +74,7 @@ async def create_pool(settings: Settings, dsn: str) -> asyncpg.Pool:
         init=init_connection,
         statement_cache_size=1024,
         max_inactive_connection_lifetime=300,
+        command_timeout=command_timeout(settings),
         server_settings={
             "application_name": "tenant-service",
             "statement_timeout": str(settings.db_statement_timeout_ms),
