@@ -44,3 +44,8 @@ bench-full: install
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+
+# A 10-minute soak with webhooks delivering (not in CI; docs/performance.md).
+.PHONY: soak
+soak: install
+	$(BIN)/python -m bench.soak

@@ -92,6 +92,7 @@ class Load:
     urls: list[str]
     headers: dict[str, str]
     statuses: Counter[int] = field(default_factory=Counter)
+    refusals: Counter[str] = field(default_factory=Counter)
     errors: Counter[str] = field(default_factory=Counter)
     latencies: list[float] = field(default_factory=list)
     tenants: list[str] = field(default_factory=list)
@@ -115,6 +116,8 @@ class Load:
                 data = await resp.json() if resp.status != 204 else None
                 self.statuses[resp.status] += 1
                 self.latencies.append(time.perf_counter() - started)
+                if 400 <= resp.status < 500 and isinstance(data, dict) and "error" in data:
+                    self.refusals[data["error"]["code"]] += 1
                 if resp.status >= 500:
                     self.errors[f"{method} {path.split('/')[3] if '/' in path else path}"] += 1
                 return resp.status, data
@@ -315,6 +318,7 @@ async def soak(args: argparse.Namespace, dsn: str, data_dir: Path) -> dict[str, 
         "p50_ms": round(latencies[len(latencies) // 2] * 1000, 1) if latencies else None,
         "p99_ms": round(latencies[int(len(latencies) * 0.99)] * 1000, 1) if latencies else None,
         "statuses": dict(sorted(load.statuses.items())),
+        "refusals": dict(load.refusals.most_common()),
         "five_xx": five_xx,
         "client_errors": dict(load.errors),
         "tenants_created": len(load.tenants),
