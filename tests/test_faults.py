@@ -26,11 +26,12 @@ from service.config import Settings
 from tests.conftest import base_env
 from tests.support.api import create_tenant, unique_slug
 from tests.support.databases import create_database, create_template
+from tests.support.fault_servers import Blackhole, FreezingProxy
 from tests.support.invariants import tree_problems
 from tests.support.keys import key_headers
 from tests.support.own_postgres import OwnPostgres
 from tests.support.processes import free_port
-from tests.support.tcp_proxy import TcpProxy, postgres_opener
+from tests.support.tcp_proxy import postgres_opener
 from tests.support.webhooks import Receiver, eventually
 
 # No request may take longer than this, whatever the database does.
@@ -279,31 +280,6 @@ async def test_pool_exhaustion_fails_fast_and_recovers(
         await monitor.close()
 
 
-class Blackhole:
-    """A server that accepts connections and never answers (a hung Redis)."""
-
-    def __init__(self) -> None:
-        self.port = 0
-        self._server: asyncio.Server | None = None
-        self._writers: list[asyncio.StreamWriter] = []
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._writers.append(writer)
-        while await reader.read(4096):
-            pass
-
-    async def stop(self) -> None:
-        for writer in self._writers:
-            writer.close()
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-
-
 @pytest.mark.parametrize("redis", ["nothing listens", "hangs"])
 async def test_the_service_keeps_serving_without_redis(
     aiohttp_client: Any, db_url: str, tmp_path: Path, redis: str
@@ -336,28 +312,6 @@ async def test_the_service_keeps_serving_without_redis(
             f"/api/v1/tenants/{parent['id']}/children", headers=headers)).json()) == 10  # fmt: skip
     finally:
         await blackhole.stop()
-
-
-class FreezingProxy(TcpProxy):
-    """A proxy that can stop passing bytes while keeping every connection open: the
-    database goes silent (a partition), nothing is closed or refused."""
-
-    def __init__(self, opener: Any) -> None:
-        super().__init__(opener=opener)
-        self.flowing = asyncio.Event()
-        self.flowing.set()
-
-    async def _pipe(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
-        try:
-            while data := await source.read(65536):
-                await self.flowing.wait()
-                sink.write(data)
-                await sink.drain()
-        except (OSError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            sink.close()
-            self._writers.discard(sink)
 
 
 async def test_a_silent_database_answers_503_within_a_bound(

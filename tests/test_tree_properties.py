@@ -16,18 +16,14 @@ machine synchronously). TREE_PROPERTY_EXAMPLES and TREE_PROPERTY_STEPS lengthen 
 
 from __future__ import annotations
 
-import asyncio
 import os
-import threading
 import uuid
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import aiohttp
 import asyncpg
 import pytest
-from aiohttp import web
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -40,170 +36,17 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from service.app import create_app
 from service.config import Settings
-from service.db.pool import connect
 from tests.conftest import base_env
 from tests.support.invariants import tree_problems
-from tests.support.keys import key_headers
+from tests.support.live_app import LiveApp
+from tests.support.tree_facts import Facts
 
-T = TypeVar("T")
 EXAMPLES = int(os.environ.get("TREE_PROPERTY_EXAMPLES", "25"))
 STEPS = int(os.environ.get("TREE_PROPERTY_STEPS", "25"))
 MAX_DEPTH = 5
 KEYS = ("theme", "quota", "region")
 MODES = ("INHERIT", "LOCKED", "LOCAL")
-
-
-class LiveApp:
-    """The app on 127.0.0.1 (a free port), driven from the test's thread."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.settings = settings
-        self.runner: web.AppRunner | None = None
-        self.session: aiohttp.ClientSession | None = None
-        self.conn: asyncpg.Connection | None = None
-        self.base = ""
-        self.headers: dict[str, str] = {}
-        self.run(self._start())
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=60)
-
-    async def _start(self) -> None:
-        app = create_app(self.settings)
-        self.runner = web.AppRunner(app, access_log=None)
-        await self.runner.setup()
-        site = web.TCPSite(self.runner, "127.0.0.1", 0)
-        await site.start()
-        port = self.runner.addresses[0][1]
-        self.base = f"http://127.0.0.1:{port}"
-        self.session = aiohttp.ClientSession()
-        self.headers = await key_headers(app)
-        assert self.settings.database_url is not None
-        self.conn = await connect(self.settings.database_url)
-
-    async def _stop(self) -> None:
-        if self.session is not None:
-            await self.session.close()
-        if self.conn is not None:
-            await self.conn.close()
-        if self.runner is not None:
-            await self.runner.cleanup()
-
-    def close(self) -> None:
-        try:
-            self.run(self._stop())
-        finally:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self.thread.join(10)
-            self.loop.close()
-
-    async def _call(self, method: str, path: str, body: Any) -> tuple[int, Any]:
-        assert self.session is not None
-        async with self.session.request(
-            method, self.base + path, json=body, headers=self.headers
-        ) as resp:
-            data = await resp.json() if resp.status != 204 else None
-            return resp.status, data
-
-    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        status, data = self.run(self._call(method, path, body))
-        assert status < 500, (method, path, body, data)
-        return status, data
-
-    def fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:
-        assert self.conn is not None
-        return self.run(self.conn.fetch(sql, *args))
-
-
-class Facts:
-    """The stored data the predictions and the reference resolution read."""
-
-    def __init__(self, live: LiveApp) -> None:
-        rows = live.fetch("SELECT id, parent_id, status FROM tenants")
-        self.parent = {str(r["id"]): r["parent_id"] and str(r["parent_id"]) for r in rows}
-        self.status = {str(r["id"]): r["status"] for r in rows}
-        self.config: dict[str, dict[str, tuple[Any, bool]]] = {}
-        for r in live.fetch("SELECT tenant_id, key, value, locked FROM config_entries"):
-            self.config.setdefault(str(r["tenant_id"]), {})[r["key"]] = (r["value"], r["locked"])
-        self.permissions: dict[str, dict[str, tuple[bool, str]]] = {}
-        for r in live.fetch("SELECT tenant_id, key, value, mode FROM permission_policies"):
-            entry = (r["value"], r["mode"])
-            self.permissions.setdefault(str(r["tenant_id"]), {})[r["key"]] = entry
-
-    def exists(self, tenant: str) -> bool:
-        return tenant in self.parent
-
-    def chain(self, tenant: str) -> list[str]:
-        """Root first, the tenant last, by parent_id alone."""
-        chain = [tenant]
-        while (parent := self.parent[chain[-1]]) is not None:
-            assert parent not in chain, "cycle"
-            chain.append(parent)
-        return chain[::-1]
-
-    def depth(self, tenant: str) -> int:
-        return len(self.chain(tenant)) - 1
-
-    def children(self, tenant: str) -> list[str]:
-        return [t for t, p in self.parent.items() if p == tenant]
-
-    def subtree(self, tenant: str) -> list[str]:
-        found, pending = [], [tenant]
-        while pending:
-            node = pending.pop()
-            found.append(node)
-            pending += self.children(node)
-        return found
-
-    def height(self, tenant: str) -> int:
-        return max(self.depth(t) for t in self.subtree(tenant)) - self.depth(tenant)
-
-    def locked_config_above(self, tenant: str, key: str) -> bool:
-        return any(
-            self.config.get(a, {}).get(key, (None, False))[1] for a in self.chain(tenant)[:-1]
-        )
-
-    def locked_permission_above(self, tenant: str, key: str) -> bool:
-        return any(
-            self.permissions.get(a, {}).get(key, (False, ""))[1] == "LOCKED"
-            for a in self.chain(tenant)[:-1]
-        )
-
-    def context(self, tenant: str) -> dict[str, Any]:
-        """DESIGN.md section 4, walking root to tenant: the topmost lock wins, else the
-        nearest entry; LOCAL policies of ancestors do not apply."""
-        chain = self.chain(tenant)
-        config: dict[str, Any] = {}
-        for key in {k for t in chain for k in self.config.get(t, {})}:
-            holders = [t for t in chain if key in self.config.get(t, {})]
-            locked = [t for t in holders if self.config[t][key][1]]
-            source = locked[0] if locked else holders[-1]
-            value, is_locked = self.config[source][key]
-            config[key] = {"key": key, "value": value, "source_tenant_id": source,
-                           "inherited": source != tenant, "locked": is_locked}  # fmt: skip
-        permissions: dict[str, Any] = {}
-        for key in {k for t in chain for k in self.permissions.get(t, {})}:
-            holders = [
-                t for t in chain
-                if key in self.permissions.get(t, {})
-                and (t == tenant or self.permissions[t][key][1] != "LOCAL")
-            ]  # fmt: skip
-            if not holders:
-                continue
-            locked = [t for t in holders if self.permissions[t][key][1] == "LOCKED"]
-            source = locked[0] if locked else holders[-1]
-            value, mode = self.permissions[source][key]
-            permissions[key] = {"key": key, "value": value, "mode": mode,
-                                "source_tenant_id": source, "locked": mode == "LOCKED",
-                                "delegated": source != tenant and mode != "LOCKED"}  # fmt: skip
-        return {"tenant_id": tenant, "depth": len(chain) - 1,
-                "ancestry_path": "".join(f"/{t}" for t in chain),
-                "resolved_config": config, "resolved_permissions": permissions}  # fmt: skip
 
 
 LIVE: LiveApp | None = None

@@ -1,0 +1,55 @@
+"""Servers that misbehave on purpose: one that never answers, a proxy that goes silent."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from tests.support.tcp_proxy import TcpProxy
+
+
+class Blackhole:
+    """A server that accepts connections and never answers (a hung Redis)."""
+
+    def __init__(self) -> None:
+        self.port = 0
+        self._server: asyncio.Server | None = None
+        self._writers: list[asyncio.StreamWriter] = []
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.append(writer)
+        while await reader.read(4096):
+            pass
+
+    async def stop(self) -> None:
+        for writer in self._writers:
+            writer.close()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+
+class FreezingProxy(TcpProxy):
+    """A proxy that can stop passing bytes while keeping every connection open: the
+    database goes silent (a partition), nothing is closed or refused."""
+
+    def __init__(self, opener: Any) -> None:
+        super().__init__(opener=opener)
+        self.flowing = asyncio.Event()
+        self.flowing.set()
+
+    async def _pipe(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        try:
+            while data := await source.read(65536):
+                await self.flowing.wait()
+                sink.write(data)
+                await sink.drain()
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            sink.close()
+            self._writers.discard(sink)
