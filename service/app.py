@@ -3,6 +3,7 @@ and closes the database with the app. Nothing is created at import time."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 from aiohttp import web
@@ -20,13 +21,16 @@ from service.handlers import (
     context,
     encryption_keys,
     health,
+    observability,
     roles,
     tenants,
 )
 from service.http import appkeys as keys
 from service.http.middleware import authenticate, request_context
 from service.http.routing import Api, register
+from service.http.openapi import DocumentCache
 from service.logs import get_logger
+from service.metrics import Metrics
 from service.ratelimit.limiter import RateLimiter
 from service.repositories.registry import Repositories
 from service.usecases.api_key_commands import ApiKeyCommands
@@ -50,6 +54,7 @@ BOOTSTRAP_KEY = web.AppKey("bootstrap_key", bool)
 def apis() -> list[Api]:
     return [
         health.api,
+        observability.api,
         tenants.api,
         config.api,
         context.api,
@@ -95,10 +100,21 @@ def create_app(settings: Settings, *, bootstrap_key: bool = False) -> web.Applic
     app[keys.TENANT_CONTEXT] = TenantContext(deps)
     app[keys.ENCRYPTION_KEY_ROTATION] = EncryptionKeyRotation(deps)
     app[BOOTSTRAP_KEY] = bootstrap_key
+    app[keys.METRICS] = Metrics()
+    app[keys.OPENAPI] = DocumentCache()
+    app[keys.STOPPING] = asyncio.Event()
+    app.on_shutdown.append(_stopping)
     app[keys.ENDPOINTS] = register(app, apis())
     app.cleanup_ctx.append(_database_lifecycle)
     app.cleanup_ctx.append(_auth_lifecycle)
     return app
+
+
+async def _stopping(app: web.Application) -> None:
+    """Shutdown began: the listener is closed and in-flight requests are finishing.
+    Background work (delivery workers) watches STOPPING to take on nothing new; it then
+    stops in its cleanup context, before the pool closes."""
+    app[keys.STOPPING].set()
 
 
 async def _database_lifecycle(app: web.Application) -> AsyncIterator[None]:

@@ -70,6 +70,7 @@ async def create_tenant(request: web.Request) -> web.Response:
     "POST", "/api/v1/tenants/batch", summary="Create up to 100 tenants atomically",
     body=TenantBatchCreate, response="TenantBatchResult", status=201,
     errors=("VALIDATION_ERROR", "CONFLICT"),
+    extra={"responses": {400: "TenantBatchError", 409: "TenantBatchError"}},
 )  # fmt: skip
 async def create_tenants_batch(request: web.Request) -> web.Response:
     batch = await read_body(request, TenantBatchCreate)

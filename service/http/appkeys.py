@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from aiohttp import web
 
 from service.auth.authenticator import Authenticator
@@ -9,7 +11,9 @@ from service.config import Settings
 from service.crypto import KeyRing
 from service.db.pool import Database
 from service.db.queries import Queries
+from service.http.openapi import DocumentCache
 from service.http.routing import Endpoint
+from service.metrics import Metrics
 from service.ratelimit.limiter import RateLimiter
 from service.repositories.registry import Repositories
 from service.usecases.api_key_commands import ApiKeyCommands
@@ -46,3 +50,7 @@ RATE_LIMITER = web.AppKey("rate_limiter", RateLimiter)
 API_KEY_COMMANDS = web.AppKey("api_key_commands", ApiKeyCommands)
 API_KEY_QUERIES = web.AppKey("api_key_queries", ApiKeyQueries)
 ROLE_MANAGEMENT = web.AppKey("role_management", RoleManagement)
+METRICS = web.AppKey("metrics", Metrics)
+OPENAPI = web.AppKey("openapi", DocumentCache)
+# Set when shutdown begins (SIGTERM): background workers stop taking new work.
+STOPPING = web.AppKey("stopping", asyncio.Event)

@@ -11,6 +11,7 @@ from service.repositories.config_entries import ConfigEntriesRepository
 from service.repositories.context import ContextRepository
 from service.repositories.encryption_keys import EncryptionKeysRepository
 from service.repositories.health import HealthRepository
+from service.repositories.metrics import MetricsRepository
 from service.repositories.outbox import OutboxRepository
 from service.repositories.permissions import PermissionsRepository
 from service.repositories.roles import RolesRepository
@@ -29,6 +30,7 @@ class Repositories:
     context: ContextRepository
     encryption_keys: EncryptionKeysRepository
     roles: RolesRepository
+    metrics: MetricsRepository
 
     @classmethod
     def build(cls, queries: Queries) -> Repositories:
@@ -43,4 +45,5 @@ class Repositories:
             context=ContextRepository(queries),
             encryption_keys=EncryptionKeysRepository(queries),
             roles=RolesRepository(queries),
+            metrics=MetricsRepository(queries),
         )
