@@ -101,9 +101,15 @@ def parse_query(request: web.Request, type_: type[T]) -> T:
             raise validation_failed(FieldError(key, "parameter given more than once"))
         params[key] = value
     try:
-        return msgspec.convert(params, type_, strict=False)
+        parsed = msgspec.convert(params, type_, strict=False)
     except msgspec.ValidationError as exc:
         raise validation_failed(field_error(exc)) from None
+    for key in params:
+        # Lax conversion reads the text "null" as None for optional non-text parameters;
+        # a parameter that is given must have a value (leave it out to mean none).
+        if getattr(parsed, key, None) is None:
+            raise validation_failed(FieldError(key, "must have a value (leave it out instead)"))
+    return parsed
 
 
 def path_uuid(request: web.Request, name: str = "id") -> uuid.UUID:
