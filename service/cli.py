@@ -59,9 +59,13 @@ def database(settings: Settings) -> Iterator[Settings]:
     if settings.database_url is not None:
         yield settings
         return
-    from service.embedded import EmbeddedPostgres
+    from service.embedded import EmbeddedPostgres, EmbeddedUnavailable
 
-    server = EmbeddedPostgres.start(settings.data_dir)
+    try:
+        server = EmbeddedPostgres.start(settings.data_dir)
+    except EmbeddedUnavailable as exc:
+        sys.stderr.write(f"tenant-service: {exc}\n")
+        raise SystemExit(2) from None
     try:
         yield replace(settings, database_url=server.dsn)
     finally:
