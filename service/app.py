@@ -27,8 +27,8 @@ from service.handlers import (
 )
 from service.http import appkeys as keys
 from service.http.middleware import authenticate, request_context
-from service.http.routing import Api, register
 from service.http.openapi import DocumentCache
+from service.http.routing import Api, register
 from service.logs import get_logger
 from service.metrics import Metrics
 from service.ratelimit.limiter import RateLimiter

@@ -45,6 +45,7 @@ def add_pid(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[
     event.setdefault("pid", os.getpid())
     return event
 
+
 _LEVELS = {
     "debug": logging.DEBUG,
     "info": logging.INFO,

@@ -124,7 +124,7 @@ class Metrics:
         registry = self._owned
         if registry is None:
             registry = CollectorRegistry()
-            MultiProcessCollector(registry)
+            MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
             registry.register(self.snapshot)
         return generate_latest(registry)
 
@@ -135,4 +135,4 @@ def mark_worker_dead(pid: int, path: str) -> None:
     """Drop a stopped worker's live gauges from the shared directory (called by the parent)."""
     from prometheus_client import multiprocess
 
-    multiprocess.mark_process_dead(pid, path)
+    multiprocess.mark_process_dead(pid, path)  # type: ignore[no-untyped-call]

@@ -114,7 +114,8 @@ class _StopSignal:
     async def _watch_parent(self, parent_pid: int) -> None:
         # A worker whose parent died (SIGKILL, OOM) must not serve on, unsupervised.
         with contextlib.suppress(asyncio.CancelledError):
-            while os.getppid() == parent_pid:
+            # Nothing signals a parent's death (without prctl), so it is polled.
+            while os.getppid() == parent_pid:  # noqa: ASYNC110
                 await asyncio.sleep(PARENT_POLL_SECONDS)
             self._set("parent exited")
 

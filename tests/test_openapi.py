@@ -130,8 +130,9 @@ async def test_a_tenant_entry_in_full(document: dict[str, Any]) -> None:
     operation = document["paths"]["/api/v1/tenants/{id}/move"]["post"]
     assert operation["operationId"] == "move_tenant"
     assert operation["parameters"] == [
-        {"name": "id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}
-    ]
+        {"name": "id", "in": "path", "required": True, "schema": {"type": "string",
+                                                                  "format": "uuid"}},
+    ]  # fmt: skip
     assert operation["requestBody"]["required"] is True
     responses = operation["responses"]
     assert sorted(responses) == ["200", "400", "401", "403", "404", "409", "410", "412",
@@ -143,7 +144,8 @@ async def test_a_tenant_entry_in_full(document: dict[str, Any]) -> None:
     assert conflict["properties"]["error"]["properties"]["code"]["enum"] == [
         "CYCLE_DETECTED", "DEPTH_LIMIT_EXCEEDED"
     ]  # fmt: skip
-    assert responses["429"]["headers"]["Retry-After"] == {"$ref": "#/components/headers/Retry-After"}
+    retry_after = responses["429"]["headers"]["Retry-After"]
+    assert retry_after == {"$ref": "#/components/headers/Retry-After"}
     tenant = document["components"]["schemas"]["Tenant"]
     assert tenant["additionalProperties"] is False
     assert set(tenant["required"]) == set(tenant["properties"])

@@ -28,7 +28,8 @@ _API_LINE = re.compile(r"^export API=.*$", re.MULTILINE)
 
 def walkthrough_blocks() -> list[str]:
     text = README.read_text()
-    assert text.count(START) == 1 and text.count(END) == 1, "one walkthrough, marked"
+    assert text.count(START) == 1, "one walkthrough, marked"
+    assert text.count(END) == 1, "one walkthrough, marked"
     section = text[text.index(START) : text.index(END)]
     return _BLOCK.findall(section)
 

@@ -2,19 +2,20 @@
 
 The document is generated here from the same registration create_app performs (so it
 holds every registered route, whichever branches added them), and a test checks that the
-live service serves exactly it. Every operation gets a bounded number of generated requests, valid and invalid ones, sent
-with an admin key. The run fails on any 5xx, any status the document does not list for
-that operation, any body or content type that differs from the document, a missing
-documented header, and any invalid request the service accepts.
+live service serves exactly it. Every operation gets a bounded number of generated
+requests, valid and invalid ones, sent with an admin key. The run fails on any 5xx, any
+status the document does not list for that operation, any body or content type that
+differs from the document, a missing documented header, and any invalid request the
+service accepts.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 import itertools
 import random
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,16 +73,17 @@ def seed(live: Live) -> None:
     """A small tree with config, permissions, a key and a role, so that generated
     requests also reach the answers of resources that exist, not only 404s."""
     root = live.post("/api/v1/tenants", {"name": "Root", "slug": "st_root"})["id"]
-    child = live.post("/api/v1/tenants", {"name": "Child", "slug": "st_child", "parent_id": root})
-    leaf = live.post("/api/v1/tenants", {"name": "Leaf", "slug": "st_leaf", "parent_id": child["id"]})
-    tenants = [root, child["id"], leaf["id"]]
+    child = live.post("/api/v1/tenants", {"name": "C", "slug": "st_child", "parent_id": root})["id"]
+    leaf = live.post("/api/v1/tenants", {"name": "L", "slug": "st_leaf", "parent_id": child})["id"]
+    tenants = [root, child, leaf]
     for tenant, (key, flags) in zip(
-        tenants, [("theme", {"locked": True}), ("token", {"sensitive": True}), ("color", {})],
+        tenants,
+        [("theme", {"locked": True}), ("token", {"sensitive": True}), ("color", {})],
         strict=True,
     ):
         live.put(f"/api/v1/tenants/{tenant}/config/{key}", {"value": key, **flags})
     live.put(f"/api/v1/tenants/{root}/permissions/billing", {"value": True, "mode": "LOCKED"})
-    live.put(f"/api/v1/tenants/{child['id']}/permissions/export", {"value": False})
+    live.put(f"/api/v1/tenants/{child}/permissions/export", {"value": False})
     role = live.post("/api/v1/roles", {"name": "st-role", "scopes": ["read"]})["id"]
     keys = [live.post("/api/v1/api-keys", {"name": f"st-{i}", "role_id": role})["id"]
             for i in range(2)]  # fmt: skip

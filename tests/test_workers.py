@@ -50,9 +50,7 @@ def wait_for_workers(service: ServiceProcess, count: int) -> list[psutil.Process
     raise AssertionError(f"workers did not start:\n{service.output()[-4000:]}")
 
 
-def test_two_workers_answer_on_one_port_and_stop_on_sigterm(
-    tmp_path: Path, data_dir: Path
-) -> None:
+def test_two_workers_answer_on_one_port_and_stop_on_sigterm(tmp_path: Path, data_dir: Path) -> None:
     env = service_env(DATA_DIR=str(data_dir), LOG_LEVEL="info", RATE_LIMIT_MAX="100000")
     service = ServiceProcess(env, tmp_path, "--workers", "2")
     try:
@@ -65,9 +63,8 @@ def test_two_workers_answer_on_one_port_and_stop_on_sigterm(
 
         answered_by: dict[str, int] = {}
         for i in range(REQUESTS):
-            request_id = f"workers-test-{i}"
-            status, _ = get(service.port, "/api/v1/tenants", {"X-API-Key": keys[0],
-                                                              "X-Request-ID": request_id})  # fmt: skip
+            headers = {"X-API-Key": keys[0], "X-Request-ID": f"workers-test-{i}"}
+            status, _ = get(service.port, "/api/v1/tenants", headers)
             assert status == 200
         time.sleep(0.2)  # let both workers flush their log lines
         for line in service.output().splitlines():

@@ -22,7 +22,6 @@ from service.schemas.api_keys import Scope
 from service.schemas.config import PermissionMode
 from service.schemas.tenants import IsolationStrategy
 
-
 # Every timestamp is UTC with milliseconds and a Z: an RFC 3339 date-time.
 Instant = Annotated[datetime, msgspec.Meta(tz=True)]
 
