@@ -14,8 +14,8 @@ from typing import Any
 
 from tests.conftest import HMAC_SECRET, JWT_SECRET, base_env
 from tests.support.keys import bearer, make_token
+from tests.support.live import admin_key
 from tests.support.processes import REPO_ROOT, ServiceProcess
-from tests.test_multiprocess_auth import _admin_key
 
 SENSITIVE = "sensitive-value-7f3a9c"
 REQUEST_FIELDS = {"request_id", "method", "route", "status", "duration_ms", "actor_id"}
@@ -47,14 +47,14 @@ async def test_a_session_with_every_kind_of_secret_logs_none(
 ) -> None:
     encryption_key = base64.b64encode(os.urandom(32)).decode()
     new_encryption_key = base64.b64encode(os.urandom(32)).decode()
-    admin_key = await _admin_key(fresh_db_url)
-    secrets = {admin_key, JWT_SECRET, HMAC_SECRET, encryption_key, new_encryption_key, SENSITIVE}
+    admin_text = await admin_key(fresh_db_url, HMAC_SECRET)
+    secrets = {admin_text, JWT_SECRET, HMAC_SECRET, encryption_key, new_encryption_key, SENSITIVE}
     env = base_env(fresh_db_url, tmp_path, LOG_LEVEL="debug", SERVICE_ENCRYPTION_KEY=encryption_key)
     service = ServiceProcess({"PATH": os.environ.get("PATH", ""), **env}, tmp_path, cwd=REPO_ROOT)
     try:
         service.wait_ready()
         api = Session(service.url)
-        admin = {"X-API-Key": admin_key}
+        admin = {"X-API-Key": admin_text}
         status, tenant = api.call("POST", "/api/v1/tenants", admin, {"name": "S", "slug": "s"})
         assert status == 201
         tid = tenant["id"]
@@ -79,7 +79,7 @@ async def test_a_session_with_every_kind_of_secret_logs_none(
         secrets.add(unknown)
         assert api.call("GET", "/api/v1/tenants", {"X-API-Key": unknown})[0] == 401
         assert api.call("GET", f"/api/v1/{rotated['plaintext_key']}", admin)[0] == 404
-        assert api.call("GET", f"/api/v1/tenants?slug={admin_key}", admin)[1]["data"] == []
+        assert api.call("GET", f"/api/v1/tenants?slug={admin_text}", admin)[1]["data"] == []
 
         path = f"/api/v1/tenants/{tid}/config/api_token"
         assert api.call("PUT", path, admin, {"value": SENSITIVE, "sensitive": True})[0] == 201

@@ -36,9 +36,9 @@ from schemathesis.specs.openapi.checks import (
 from service.app import apis
 from service.http.openapi import build_document
 from service.http.routing import register
-from tests.conftest import base_env
+from tests.conftest import HMAC_SECRET, base_env
+from tests.support.live import admin_key
 from tests.support.processes import REPO_ROOT, ServiceProcess
-from tests.test_multiprocess_auth import _admin_key
 
 EXAMPLES_PER_OPERATION = 12
 CHECKS = [
@@ -122,7 +122,7 @@ def _is_uuid(value: object) -> bool:
 @pytest.fixture(scope="module")
 def live(db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     folder = tmp_path_factory.mktemp("schemathesis")
-    admin = asyncio.run(_admin_key(db_url))
+    admin = asyncio.run(admin_key(db_url, HMAC_SECRET))
     service = ServiceProcess(base_env(db_url, folder, LOG_LEVEL="warning"), folder, cwd=REPO_ROOT)
     try:
         service.wait_ready()

@@ -17,9 +17,9 @@ from typing import Any
 
 import asyncpg
 
-from tests.conftest import base_env
+from tests.conftest import HMAC_SECRET, base_env
+from tests.support.live import admin_key
 from tests.support.processes import REPO_ROOT, ServiceProcess
-from tests.test_multiprocess_auth import _admin_key
 
 WAIT_SECONDS = 20.0
 
@@ -49,7 +49,7 @@ async def _until(check: Any, what: str) -> None:
 
 
 async def test_sigterm_lets_the_request_in_flight_finish(fresh_db_url: str, tmp_path: Path) -> None:
-    key = await _admin_key(fresh_db_url)
+    key = await admin_key(fresh_db_url, HMAC_SECRET)
     headers = {"X-API-Key": key}
     env = base_env(
         fresh_db_url, tmp_path, LOG_LEVEL="info", SHUTDOWN_TIMEOUT_SECONDS="30",
