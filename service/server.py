@@ -43,8 +43,14 @@ def serve(settings: Settings, *, reuse_port: bool = False, parent_pid: int | Non
     asyncio.set_event_loop(loop)
     try:
         loop.run_until_complete(_serve(settings, reuse_port, parent_pid))
-        loop.run_until_complete(loop.shutdown_asyncgens())
     finally:
+        # Whatever is left (a task nobody awaited) is cancelled, not destroyed pending.
+        leftover = asyncio.all_tasks(loop)
+        for task in leftover:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*leftover, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.run_until_complete(loop.shutdown_default_executor())
         asyncio.set_event_loop(None)
         loop.close()
 
