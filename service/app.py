@@ -17,13 +17,19 @@ from service.db.pool import Database, connect
 from service.db.queries import Queries
 from service.handlers import (
     api_keys,
+    audit_logs,
     config,
+    consents,
     context,
     encryption_keys,
+    gdpr,
     health,
+    maintenance,
     observability,
+    regions,
     roles,
     tenants,
+    webhooks,
 )
 from service.http import appkeys as keys
 from service.http.middleware import authenticate, request_context
@@ -35,17 +41,28 @@ from service.ratelimit.limiter import RateLimiter
 from service.repositories.registry import Repositories
 from service.usecases.api_key_commands import ApiKeyCommands
 from service.usecases.api_key_queries import ApiKeyQueries
+from service.usecases.audit_queries import AuditQueries
 from service.usecases.config_entries import ConfigEntries
+from service.usecases.consents import Consents
 from service.usecases.context import TenantContext
+from service.usecases.delivery_admin import DeliveryAdmin
 from service.usecases.deps import Deps
 from service.usecases.encryption_keys import EncryptionKeyRotation
 from service.usecases.permissions import PermissionPolicies
 from service.usecases.recording import ChangeRecorder
+from service.usecases.region_migration import RegionMigrations
+from service.usecases.retention import Retention
 from service.usecases.role_management import RoleManagement
 from service.usecases.tenant_changes import TenantChanges
 from service.usecases.tenant_creation import TenantCreation
+from service.usecases.tenant_export import TenantExport
 from service.usecases.tenant_moves import TenantMoves
+from service.usecases.tenant_purge import TenantPurge
 from service.usecases.tenant_queries import TenantQueries
+from service.usecases.webhook_changes import WebhookChanges
+from service.usecases.webhook_queries import WebhookQueries, WebhookTesting
+from service.webhooks.runtime import WebhookRuntime
+from service.webhooks.sender import WebhookNetwork
 
 log = get_logger("service.app")
 BOOTSTRAP_KEY = web.AppKey("bootstrap_key", bool)
@@ -61,10 +78,21 @@ def apis() -> list[Api]:
         encryption_keys.api,
         api_keys.api,
         roles.api,
+        webhooks.api,
+        audit_logs.api,
+        consents.api,
+        gdpr.api,
+        regions.api,
+        maintenance.api,
     ]
 
 
-def create_app(settings: Settings, *, bootstrap_key: bool = False) -> web.Application:
+def create_app(
+    settings: Settings,
+    *,
+    bootstrap_key: bool = False,
+    webhook_network: WebhookNetwork | None = None,
+) -> web.Application:
     if settings.database_url is None:
         raise ValueError("create_app needs settings.database_url (the CLI starts one if unset)")
     app = web.Application(
@@ -75,7 +103,9 @@ def create_app(settings: Settings, *, bootstrap_key: bool = False) -> web.Applic
     repos = Repositories.build(queries)
     database = Database(settings)
     keyring = KeyRing(Encryptor(settings.encryption_key, settings.encryption_keys_previous))
-    deps = Deps(settings, database, repos, ChangeRecorder(repos.outbox), keyring)
+    recorder = ChangeRecorder(repos.outbox, webhook_max_attempts=settings.webhook_max_attempts)
+    deps = Deps(settings, database, repos, recorder, keyring)
+    webhook_runtime = WebhookRuntime(deps, webhook_network)
 
     app[keys.SETTINGS] = settings
     app[keys.QUERIES] = queries
@@ -99,6 +129,17 @@ def create_app(settings: Settings, *, bootstrap_key: bool = False) -> web.Applic
     app[keys.PERMISSION_POLICIES] = PermissionPolicies(deps)
     app[keys.TENANT_CONTEXT] = TenantContext(deps)
     app[keys.ENCRYPTION_KEY_ROTATION] = EncryptionKeyRotation(deps)
+    app[keys.WEBHOOK_RUNTIME] = webhook_runtime
+    app[keys.WEBHOOK_CHANGES] = WebhookChanges(deps, webhook_runtime.sender.guard)
+    app[keys.WEBHOOK_QUERIES] = WebhookQueries(deps)
+    app[keys.WEBHOOK_TESTING] = WebhookTesting(deps, webhook_runtime.sender)
+    app[keys.DELIVERY_ADMIN] = DeliveryAdmin(deps)
+    app[keys.AUDIT_QUERIES] = AuditQueries(deps)
+    app[keys.CONSENTS] = Consents(deps)
+    app[keys.TENANT_EXPORT] = TenantExport(deps)
+    app[keys.TENANT_PURGE] = TenantPurge(deps, authenticator.cache)
+    app[keys.REGION_MIGRATIONS] = RegionMigrations(deps)
+    app[keys.RETENTION] = Retention(deps, authenticator.cache)
     app[BOOTSTRAP_KEY] = bootstrap_key
     app[keys.METRICS] = Metrics()
     app[keys.OPENAPI] = DocumentCache()
@@ -107,14 +148,18 @@ def create_app(settings: Settings, *, bootstrap_key: bool = False) -> web.Applic
     app[keys.ENDPOINTS] = register(app, apis())
     app.cleanup_ctx.append(_database_lifecycle)
     app.cleanup_ctx.append(_auth_lifecycle)
+    # After the database: the delivery worker stops (releasing its claims) before it closes.
+    app.cleanup_ctx.append(webhook_runtime.cleanup_ctx)
     return app
 
 
 async def _stopping(app: web.Application) -> None:
     """Shutdown began: the listener is closed and in-flight requests are finishing.
-    Background work (delivery workers) watches STOPPING to take on nothing new; it then
-    stops in its cleanup context, before the pool closes."""
+    Background work takes on nothing new from here (the delivery worker claims no more;
+    attempts under way go on) and stops in its cleanup context, before the pool closes.
+    STOPPING is there for any other background work to watch."""
     app[keys.STOPPING].set()
+    app[keys.WEBHOOK_RUNTIME].stop_claiming()
 
 
 async def _database_lifecycle(app: web.Application) -> AsyncIterator[None]:

@@ -53,6 +53,8 @@ class Settings:
     webhook_timeout_seconds: float = 10.0
     webhook_allow_http: bool = False
     webhook_allowed_private_cidrs: tuple[IPNetwork, ...] = ()
+    # Delivery attempts one process runs at once (0: this process delivers nothing).
+    webhook_concurrency: int = 16
     max_body_bytes: int = 1_048_576
     max_tenant_depth: int = 32
     regions: tuple[str, ...] = ("default",)
@@ -119,6 +121,7 @@ class Settings:
             webhook_timeout_seconds=reader.number("WEBHOOK_TIMEOUT_SECONDS", 10.0, 0.1, 300),
             webhook_allow_http=reader.boolean("WEBHOOK_ALLOW_HTTP", False),
             webhook_allowed_private_cidrs=reader.cidrs("WEBHOOK_ALLOWED_PRIVATE_CIDRS"),
+            webhook_concurrency=reader.integer("WEBHOOK_CONCURRENCY", 16, 0, 1000),
             max_body_bytes=reader.integer("MAX_BODY_BYTES", 1_048_576, 1024, 1 << 30),
             max_tenant_depth=reader.integer("MAX_TENANT_DEPTH", 32, 1, 1000),
             regions=regions,

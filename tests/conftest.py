@@ -88,7 +88,9 @@ def app(settings: Settings) -> web.Application:
 
 
 @pytest.fixture
-async def client(aiohttp_client: Any, app: web.Application) -> TestClient:
+async def client(app: web.Application, aiohttp_client: Any) -> TestClient:
+    # app (and so its database) first: fixtures end in reverse order, so the app stops
+    # before a per-test database (fresh_db_url) is dropped under it.
     result: TestClient = await aiohttp_client(app)
     return result
 

@@ -18,16 +18,26 @@ from service.ratelimit.limiter import RateLimiter
 from service.repositories.registry import Repositories
 from service.usecases.api_key_commands import ApiKeyCommands
 from service.usecases.api_key_queries import ApiKeyQueries
+from service.usecases.audit_queries import AuditQueries
 from service.usecases.config_entries import ConfigEntries
+from service.usecases.consents import Consents
 from service.usecases.context import TenantContext
+from service.usecases.delivery_admin import DeliveryAdmin
 from service.usecases.deps import Deps
 from service.usecases.encryption_keys import EncryptionKeyRotation
 from service.usecases.permissions import PermissionPolicies
+from service.usecases.region_migration import RegionMigrations
+from service.usecases.retention import Retention
 from service.usecases.role_management import RoleManagement
 from service.usecases.tenant_changes import TenantChanges
 from service.usecases.tenant_creation import TenantCreation
+from service.usecases.tenant_export import TenantExport
 from service.usecases.tenant_moves import TenantMoves
+from service.usecases.tenant_purge import TenantPurge
 from service.usecases.tenant_queries import TenantQueries
+from service.usecases.webhook_changes import WebhookChanges
+from service.usecases.webhook_queries import WebhookQueries, WebhookTesting
+from service.webhooks.runtime import WebhookRuntime
 
 SETTINGS = web.AppKey("settings", Settings)
 QUERIES = web.AppKey("queries", Queries)
@@ -42,6 +52,11 @@ TENANT_QUERIES = web.AppKey("tenant_queries", TenantQueries)
 TENANT_CREATION = web.AppKey("tenant_creation", TenantCreation)
 TENANT_CHANGES = web.AppKey("tenant_changes", TenantChanges)
 TENANT_MOVES = web.AppKey("tenant_moves", TenantMoves)
+WEBHOOK_RUNTIME = web.AppKey("webhook_runtime", WebhookRuntime)
+WEBHOOK_CHANGES = web.AppKey("webhook_changes", WebhookChanges)
+WEBHOOK_QUERIES = web.AppKey("webhook_queries", WebhookQueries)
+WEBHOOK_TESTING = web.AppKey("webhook_testing", WebhookTesting)
+DELIVERY_ADMIN = web.AppKey("delivery_admin", DeliveryAdmin)
 CONFIG_ENTRIES = web.AppKey("config_entries", ConfigEntries)
 PERMISSION_POLICIES = web.AppKey("permission_policies", PermissionPolicies)
 TENANT_CONTEXT = web.AppKey("tenant_context", TenantContext)
@@ -54,3 +69,9 @@ METRICS = web.AppKey("metrics", Metrics)
 OPENAPI = web.AppKey("openapi", DocumentCache)
 # Set when shutdown begins (SIGTERM): background workers stop taking new work.
 STOPPING = web.AppKey("stopping", asyncio.Event)
+AUDIT_QUERIES = web.AppKey("audit_queries", AuditQueries)
+CONSENTS = web.AppKey("consents", Consents)
+TENANT_EXPORT = web.AppKey("tenant_export", TenantExport)
+TENANT_PURGE = web.AppKey("tenant_purge", TenantPurge)
+REGION_MIGRATIONS = web.AppKey("region_migrations", RegionMigrations)
+RETENTION = web.AppKey("retention", Retention)

@@ -1,4 +1,5 @@
-"""Events (the outbox) and audit entries, written inside the change's transaction."""
+"""Events (the outbox, with their webhook deliveries) and audit entries, written inside
+the change's transaction."""
 
 from __future__ import annotations
 
@@ -38,15 +39,21 @@ class OutboxRepository(Repository):
     _insert_events = NamedSql("insert_events")
     _insert_audit = NamedSql("insert_audit_logs")
 
-    async def insert_events(self, conn: asyncpg.Connection, events: Sequence[NewEvent]) -> None:
-        if events:
-            await conn.execute(
-                self._insert_events,
-                [e.id for e in events],
-                [e.type for e in events],
-                [e.tenant_id for e in events],
-                [e.payload for e in events],
-            )
+    async def insert_events(
+        self, conn: asyncpg.Connection, events: Sequence[NewEvent], *, max_attempts: int
+    ) -> int:
+        """Store events and queue their webhook deliveries; returns how many were queued."""
+        if not events:
+            return 0
+        queued: int = await conn.fetchval(
+            self._insert_events,
+            [e.id for e in events],
+            [e.type for e in events],
+            [e.tenant_id for e in events],
+            [e.payload for e in events],
+            max_attempts,
+        )
+        return queued
 
     async def insert_audit_logs(
         self, conn: asyncpg.Connection, entries: Sequence[NewAuditEntry]

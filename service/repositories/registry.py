@@ -7,15 +7,22 @@ from dataclasses import dataclass
 from service.db.migrations import MigrationsRepository
 from service.db.queries import Queries
 from service.repositories.api_keys import ApiKeysRepository
+from service.repositories.audit_logs import AuditLogsRepository
 from service.repositories.config_entries import ConfigEntriesRepository
+from service.repositories.consents import ConsentsRepository
 from service.repositories.context import ContextRepository
+from service.repositories.deliveries import DeliveriesRepository
 from service.repositories.encryption_keys import EncryptionKeysRepository
+from service.repositories.gdpr import GdprRepository
 from service.repositories.health import HealthRepository
 from service.repositories.metrics import MetricsRepository
 from service.repositories.outbox import OutboxRepository
 from service.repositories.permissions import PermissionsRepository
+from service.repositories.regions import RegionsRepository
+from service.repositories.retention import RetentionRepository
 from service.repositories.roles import RolesRepository
 from service.repositories.tenants import TenantsRepository
+from service.repositories.webhooks import WebhooksRepository
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,11 +33,18 @@ class Repositories:
     api_keys: ApiKeysRepository
     health: HealthRepository
     migrations: MigrationsRepository
+    webhooks: WebhooksRepository
+    deliveries: DeliveriesRepository
     permissions: PermissionsRepository
     context: ContextRepository
     encryption_keys: EncryptionKeysRepository
     roles: RolesRepository
     metrics: MetricsRepository
+    audit_logs: AuditLogsRepository
+    consents: ConsentsRepository
+    gdpr: GdprRepository
+    regions: RegionsRepository
+    retention: RetentionRepository
 
     @classmethod
     def build(cls, queries: Queries) -> Repositories:
@@ -41,9 +55,16 @@ class Repositories:
             api_keys=ApiKeysRepository(queries),
             health=HealthRepository(queries),
             migrations=MigrationsRepository(queries),
+            webhooks=WebhooksRepository(queries),
+            deliveries=DeliveriesRepository(queries),
             permissions=PermissionsRepository(queries),
             context=ContextRepository(queries),
             encryption_keys=EncryptionKeysRepository(queries),
             roles=RolesRepository(queries),
             metrics=MetricsRepository(queries),
+            audit_logs=AuditLogsRepository(queries),
+            consents=ConsentsRepository(queries),
+            gdpr=GdprRepository(queries),
+            regions=RegionsRepository(queries),
+            retention=RetentionRepository(queries),
         )

@@ -10,6 +10,7 @@ from uuid import UUID
 import asyncpg
 
 from service.auth.principal import Actor
+from service.errors import RetryTransaction
 from service.ids import uuid7
 from service.repositories.outbox import NewAuditEntry, NewEvent, OutboxRepository
 from service.representations import opt_str
@@ -32,8 +33,9 @@ class AuditRecord:
 
 
 class ChangeRecorder:
-    def __init__(self, outbox: OutboxRepository) -> None:
+    def __init__(self, outbox: OutboxRepository, *, webhook_max_attempts: int = 6) -> None:
         self.outbox = outbox
+        self.webhook_max_attempts = webhook_max_attempts
 
     async def record(
         self,
@@ -65,7 +67,20 @@ class ChangeRecorder:
         await self.emit(conn, events)
 
     async def emit(self, conn: asyncpg.Connection, events: Sequence[Event]) -> None:
-        """Write events to the outbox; every change that emits goes through here."""
-        await self.outbox.insert_events(
-            conn, [NewEvent(uuid7(), e.type, e.tenant_id, e.data) for e in events]
-        )
+        """Write events to the outbox; every change that emits goes through here.
+
+        The same statement queues one delivery per matching active webhook, so a change
+        never commits without its deliveries (transactional outbox).
+        """
+        try:
+            await self.outbox.insert_events(
+                conn,
+                [NewEvent(uuid7(), e.type, e.tenant_id, e.data) for e in events],
+                max_attempts=self.webhook_max_attempts,
+            )
+        except asyncpg.ForeignKeyViolationError as exc:
+            if getattr(exc, "constraint_name", None) == "webhook_deliveries_webhook_fk":
+                # A matching webhook was deleted after this statement's snapshot: run the
+                # change again so it fans out to the webhooks that exist now.
+                raise RetryTransaction from exc
+            raise

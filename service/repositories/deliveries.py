@@ -1,0 +1,219 @@
+"""Webhook deliveries: the workers' claims and results, and the API's reads and retries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+
+from service.db.repository import NamedSql, Repository
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    id: UUID
+    webhook_id: UUID
+    event_id: UUID
+    event_type: str
+    status: str
+    attempts: int
+    max_attempts: int
+    next_attempt_at: datetime | None
+    last_attempt_at: datetime | None
+    last_response_code: int | None
+    last_error: str | None
+    lease_expires_at: datetime | None
+    leased_by: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ScopedDelivery:
+    """A delivery with what the scope check needs: its webhook's tenant and path."""
+
+    delivery: Delivery
+    webhook_tenant_id: UUID | None
+    tenant_path: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class FailedDelivery:
+    """A dead letter with its webhook and event (the failed list)."""
+
+    delivery: Delivery
+    webhook_url: str
+    webhook_tenant_id: UUID | None
+    event_tenant_id: UUID | None
+    event_payload: dict[str, Any]
+    event_created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A leased delivery and everything one attempt needs."""
+
+    id: UUID
+    attempts: int
+    max_attempts: int
+    lease_expires_at: datetime
+    webhook_id: UUID
+    url: str
+    active: bool
+    encrypted_secret: str
+    previous_encrypted_secret: str | None
+    previous_secret_expires_at: datetime | None
+    event_type: str
+    payload: dict[str, Any]
+    event_created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryStats:
+    total: int
+    pending: int
+    success: int
+    failed: int
+
+
+_DELIVERY_FIELDS = frozenset(Delivery.__dataclass_fields__)
+
+
+def _delivery(row: asyncpg.Record) -> Delivery:
+    return Delivery(**{k: v for k, v in row.items() if k in _DELIVERY_FIELDS})
+
+
+class DeliveriesRepository(Repository):
+    _claim = NamedSql("claim_due_deliveries")
+    _next_due = NamedSql("seconds_until_next_delivery")
+    _success = NamedSql("record_delivery_success")
+    _failure = NamedSql("record_delivery_failure")
+    _park = NamedSql("park_delivery")
+    _release = NamedSql("release_delivery")
+    _get = NamedSql("get_delivery")
+    _list = NamedSql("list_webhook_deliveries")
+    _stats = NamedSql("delivery_stats")
+    _failed = NamedSql("list_failed_deliveries")
+    _retry = NamedSql("retry_delivery")
+    _retry_all = NamedSql("retry_failed_deliveries")
+
+    async def claim_due_deliveries(
+        self, conn: asyncpg.Connection, worker: str, limit: int, lease_seconds: float
+    ) -> list[Claim]:
+        rows = await conn.fetch(self._claim, worker, limit, lease_seconds)
+        return [Claim(**r) for r in rows]
+
+    async def seconds_until_next_delivery(self, conn: asyncpg.Connection) -> float | None:
+        value = await conn.fetchval(self._next_due)
+        return None if value is None else float(value)
+
+    async def record_delivery_success(
+        self, conn: asyncpg.Connection, claim: Claim, worker: str, *, seconds: float, code: int
+    ) -> bool:
+        done = await conn.execute(
+            self._success, claim.id, worker, seconds, code, claim.lease_expires_at
+        )
+        return bool(done.endswith(" 1"))
+
+    async def record_delivery_failure(
+        self,
+        conn: asyncpg.Connection,
+        claim: Claim,
+        worker: str,
+        *,
+        seconds: float,
+        code: int | None,
+        error: str,
+        retry_in: float,
+    ) -> str | None:
+        """The delivery's status afterwards, or None when the claim was no longer ours."""
+        row = await conn.fetchrow(
+            self._failure,
+            claim.id,
+            worker,
+            seconds,
+            code,
+            error,
+            retry_in,
+            claim.lease_expires_at,
+        )
+        return None if row is None else str(row["status"])
+
+    async def park_delivery(
+        self, conn: asyncpg.Connection, claim: Claim, worker: str, reason: str
+    ) -> None:
+        await conn.execute(self._park, claim.id, worker, claim.lease_expires_at, reason)
+
+    async def release_delivery(self, conn: asyncpg.Connection, claim: Claim, worker: str) -> None:
+        await conn.fetchrow(self._release, claim.id, worker, claim.lease_expires_at)
+
+    async def get_delivery(
+        self, conn: asyncpg.Connection, delivery_id: UUID
+    ) -> ScopedDelivery | None:
+        row = await conn.fetchrow(self._get, delivery_id)
+        if row is None:
+            return None
+        return ScopedDelivery(_delivery(row), row["webhook_tenant_id"], row["tenant_path"])
+
+    async def list_webhook_deliveries(
+        self,
+        conn: asyncpg.Connection,
+        webhook_id: UUID,
+        *,
+        cursor: UUID | None,
+        status: str | None,
+        limit: int,
+    ) -> list[Delivery]:
+        rows = await conn.fetch(self._list, webhook_id, cursor, status, limit)
+        return [_delivery(r) for r in rows]
+
+    async def delivery_stats(
+        self, conn: asyncpg.Connection, *, scope: UUID | None, webhook_id: UUID | None
+    ) -> DeliveryStats:
+        row = await conn.fetchrow(self._stats, scope, webhook_id)
+        assert row is not None
+        return DeliveryStats(**row)
+
+    async def list_failed_deliveries(
+        self,
+        conn: asyncpg.Connection,
+        *,
+        scope: UUID | None,
+        webhook_id: UUID | None,
+        cursor: UUID | None,
+        limit: int,
+    ) -> list[FailedDelivery]:
+        rows = await conn.fetch(self._failed, scope, webhook_id, cursor, limit)
+        return [
+            FailedDelivery(
+                delivery=_delivery(r),
+                webhook_url=r["webhook_url"],
+                webhook_tenant_id=r["webhook_tenant_id"],
+                event_tenant_id=r["event_tenant_id"],
+                event_payload=r["event_payload"],
+                event_created_at=r["event_created_at"],
+            )
+            for r in rows
+        ]
+
+    async def retry_delivery(
+        self, conn: asyncpg.Connection, delivery_id: UUID, *, max_attempts: int
+    ) -> Delivery | None:
+        """The delivery reset to pending, or None when it was not failed."""
+        row = await conn.fetchrow(self._retry, delivery_id, max_attempts)
+        return None if row is None else _delivery(row)
+
+    async def retry_failed_deliveries(
+        self,
+        conn: asyncpg.Connection,
+        *,
+        scope: UUID | None,
+        webhook_id: UUID | None,
+        max_attempts: int,
+    ) -> int:
+        row = await conn.fetchrow(self._retry_all, scope, webhook_id, max_attempts)
+        assert row is not None
+        return int(row["retried"])

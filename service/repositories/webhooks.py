@@ -1,0 +1,132 @@
+"""Webhook subscriptions (secrets stay encrypted here; use cases seal and open them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+import asyncpg
+
+from service.db.repository import NamedSql, Repository
+
+
+@dataclass(frozen=True, slots=True)
+class Webhook:
+    id: UUID
+    tenant_id: UUID | None
+    url: str
+    events: list[str]
+    encrypted_secret: str
+    previous_encrypted_secret: str | None
+    previous_secret_expires_at: datetime | None
+    description: str
+    active: bool
+    include_descendants: bool
+    created_at: datetime
+    updated_at: datetime
+    # The ancestry path of the webhook's tenant; None for a global webhook.
+    tenant_path: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class NewWebhook:
+    id: UUID
+    tenant_id: UUID | None
+    url: str
+    events: list[str]
+    encrypted_secret: str
+    description: str
+    active: bool
+    include_descendants: bool
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookWrite:
+    """Every editable column of a webhook, as it is to be stored."""
+
+    url: str
+    events: list[str]
+    description: str
+    active: bool
+    include_descendants: bool
+    encrypted_secret: str
+    previous_encrypted_secret: str | None
+    previous_secret_expires_at: datetime | None
+
+
+def _webhook(row: asyncpg.Record | None) -> Webhook | None:
+    return None if row is None else Webhook(**row)
+
+
+class WebhooksRepository(Repository):
+    _insert = NamedSql("insert_webhook")
+    _get = NamedSql("get_webhook")
+    _lock = NamedSql("lock_webhook")
+    _list = NamedSql("list_webhooks")
+    _update = NamedSql("update_webhook")
+    _rotate = NamedSql("rotate_webhook_secret")
+    _delete = NamedSql("delete_webhook")
+
+    async def insert_webhook(self, conn: asyncpg.Connection, new: NewWebhook) -> Webhook:
+        row = await conn.fetchrow(
+            self._insert,
+            new.id,
+            new.tenant_id,
+            new.url,
+            new.events,
+            new.encrypted_secret,
+            new.description,
+            new.active,
+            new.include_descendants,
+        )
+        created = _webhook(row)
+        assert created is not None
+        return created
+
+    async def get_webhook(self, conn: asyncpg.Connection, webhook_id: UUID) -> Webhook | None:
+        return _webhook(await conn.fetchrow(self._get, webhook_id))
+
+    async def lock_webhook(self, conn: asyncpg.Connection, webhook_id: UUID) -> Webhook | None:
+        return _webhook(await conn.fetchrow(self._lock, webhook_id))
+
+    async def list_webhooks(
+        self, conn: asyncpg.Connection, *, scope: UUID | None, tenant_id: UUID | None
+    ) -> list[Webhook]:
+        rows = await conn.fetch(self._list, scope, tenant_id)
+        return [Webhook(**r) for r in rows]
+
+    async def update_webhook(
+        self, conn: asyncpg.Connection, webhook_id: UUID, write: WebhookWrite
+    ) -> Webhook:
+        row = await conn.fetchrow(
+            self._update,
+            webhook_id,
+            write.url,
+            write.events,
+            write.description,
+            write.active,
+            write.include_descendants,
+            write.encrypted_secret,
+            write.previous_encrypted_secret,
+            write.previous_secret_expires_at,
+        )
+        updated = _webhook(row)
+        assert updated is not None
+        return updated
+
+    async def rotate_webhook_secret(
+        self,
+        conn: asyncpg.Connection,
+        webhook_id: UUID,
+        encrypted_secret: str,
+        *,
+        overlap_seconds: float,
+    ) -> Webhook:
+        row = await conn.fetchrow(self._rotate, webhook_id, encrypted_secret, overlap_seconds)
+        rotated = _webhook(row)
+        assert rotated is not None
+        return rotated
+
+    async def delete_webhook(self, conn: asyncpg.Connection, webhook_id: UUID) -> None:
+        await conn.execute(self._delete, webhook_id)

@@ -1,0 +1,1 @@
+"""Webhooks: URL safety, signing, the HTTP sender and the delivery workers."""
