@@ -10,6 +10,7 @@ from aiohttp import web
 from service.auth.authenticator import Authenticator
 from service.bootstrap import prepare_database
 from service.config import Settings
+from service.console.assets import ConsoleAssets
 from service.crypto import Encryptor, KeyRing
 from service.db.migrations import load_migrations
 from service.db.pool import Database, connect
@@ -17,6 +18,7 @@ from service.db.queries import Queries
 from service.handlers import (
     api_keys,
     config,
+    console,
     context,
     encryption_keys,
     health,
@@ -63,6 +65,7 @@ def apis() -> list[Api]:
         api_keys.api,
         roles.api,
         webhooks.api,
+        console.api,
     ]
 
 
@@ -113,6 +116,7 @@ def create_app(
     app[keys.WEBHOOK_QUERIES] = WebhookQueries(deps)
     app[keys.WEBHOOK_TESTING] = WebhookTesting(deps, webhook_runtime.sender)
     app[keys.DELIVERY_ADMIN] = DeliveryAdmin(deps)
+    app[keys.CONSOLE_ASSETS] = ConsoleAssets.load()
     app[BOOTSTRAP_KEY] = bootstrap_key
     app[keys.ENDPOINTS] = register(app, apis())
     app.cleanup_ctx.append(_database_lifecycle)

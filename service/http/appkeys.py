@@ -6,6 +6,7 @@ from aiohttp import web
 
 from service.auth.authenticator import Authenticator
 from service.config import Settings
+from service.console.assets import ConsoleAssets
 from service.crypto import KeyRing
 from service.db.pool import Database
 from service.db.queries import Queries
@@ -55,3 +56,4 @@ RATE_LIMITER = web.AppKey("rate_limiter", RateLimiter)
 API_KEY_COMMANDS = web.AppKey("api_key_commands", ApiKeyCommands)
 API_KEY_QUERIES = web.AppKey("api_key_queries", ApiKeyQueries)
 ROLE_MANAGEMENT = web.AppKey("role_management", RoleManagement)
+CONSOLE_ASSETS = web.AppKey("console_assets", ConsoleAssets)
