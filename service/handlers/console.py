@@ -51,9 +51,7 @@ SECURITY_HEADERS = {
 def _serve(request: web.Request, name: str) -> web.Response:
     asset: Asset | None = request.app[CONSOLE_ASSETS].get(name)
     if asset is None:
-        raise ServiceError(
-            "NOT_FOUND", f"no route for {request.path}", headers=SECURITY_HEADERS
-        )
+        raise ServiceError("NOT_FOUND", f"no route for {request.path}", headers=SECURITY_HEADERS)
     headers = {**SECURITY_HEADERS, "ETag": asset.etag}
     if none_match(request.headers.get("If-None-Match"), asset.etag):
         return web.Response(status=304, headers=headers)

@@ -30,7 +30,11 @@ def chromium_path() -> str | None:
     configured = os.environ.get("CHROMIUM_PATH")
     if configured:
         return configured if Path(configured).is_file() else None
-    for candidate in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")):
+    for candidate in (
+        "/usr/bin/chromium",
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+    ):
         if candidate and Path(candidate).is_file():
             return candidate
     return None

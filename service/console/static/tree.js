@@ -82,8 +82,8 @@ export class TreeBrowser {
     const count = h("span.count", { title: "direct children" }, String(tenant.child_count ?? 0));
     const row = h("div.node-row", { dataset: { tenantId: tenant.id } },
       twisty,
-      h("a.node-name", { href: `#/tenants/${tenant.id}` }, tenant.name),
-      h("span.node-slug", {}, tenant.slug),
+      h("a.node-name", { href: `#/tenants/${tenant.id}`, title: tenant.name }, tenant.name),
+      h("span.node-slug", { title: tenant.slug }, tenant.slug),
       count,
       tenant.status === "archived" ? badge("archived", "archived") : null);
     const group = h("ul", { role: "group" });

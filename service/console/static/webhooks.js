@@ -2,7 +2,7 @@
 // (failed deliveries) with retry and retry-all. Secrets are never shown: the API returns
 // them only when a webhook is created or its secret rotated.
 
-import { get, nameOf, post } from "./api.js";
+import { get, nameOf, post, remember } from "./api.js";
 import { badge, confirmButton, fill, h, jsonText, messageBox, shortId, table, when } from "./dom.js";
 
 const DLQ_PAGE = 25;
@@ -109,6 +109,10 @@ export async function webhooksPage(view, app) {
   }
 
   function deadLetterRow(delivery) {
+    const data = delivery.event.payload || {};
+    // Tenant events carry the tenant's name: show it rather than a bare id.
+    if (data.id && data.id === delivery.event.tenant_id && typeof data.name === "string") remember([data]);
+    const answer = delivery.last_response_code ? `HTTP ${delivery.last_response_code}` : "no response";
     const payload = h("pre.payload", { hidden: true }, jsonText(delivery.event.payload));
     const state = h("span.retry-result", { role: "status" });
     const retry = h("button", {
@@ -137,8 +141,8 @@ export async function webhooksPage(view, app) {
         payload),
       h("td", {}, h("code.url", {}, delivery.webhook.url)),
       h("td", {}, `${delivery.attempts} / ${delivery.max_attempts}`),
-      h("td", {}, delivery.last_response_code ? `HTTP ${delivery.last_response_code}` : "no response",
-        delivery.last_error ? h("div.hint.error-text", {}, delivery.last_error) : null),
+      h("td", {}, answer,
+        delivery.last_error && delivery.last_error !== answer ? h("div.hint.error-text", {}, delivery.last_error) : null),
       h("td.actions", {}, retry, state));
   }
 
