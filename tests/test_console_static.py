@@ -87,6 +87,13 @@ async def test_every_file_in_the_folder_is_served(client: TestClient) -> None:
         assert resp.status == 200, name
 
 
+async def test_a_trailing_slash_redirects_to_the_page(client: TestClient) -> None:
+    resp = await client.get("/console/", allow_redirects=False)
+    assert resp.status == 308
+    assert resp.headers["Location"] == "/console"
+    check_security_headers(resp.headers)
+
+
 async def test_an_unchanged_file_answers_304(client: TestClient) -> None:
     first = await client.get("/console/app.js")
     etag = first.headers["ETag"]

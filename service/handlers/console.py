@@ -64,6 +64,12 @@ async def console_page(request: web.Request) -> web.Response:
     return _serve(request, INDEX)
 
 
+@api.route("GET", "/console/", summary="Redirect to the admin console", public=True, status=308)
+async def console_slash(request: web.Request) -> web.Response:
+    # One address for the page: /console/ and /console are the same thing to a person.
+    return web.Response(status=308, headers={**SECURITY_HEADERS, "Location": "/console"})
+
+
 @api.route(
     "GET", "/console/{name}", summary="A static file of the admin console", public=True,
     errors=("NOT_FOUND",),

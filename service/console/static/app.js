@@ -13,6 +13,7 @@ import { TreeBrowser } from "./tree.js";
 import { webhooksPage } from "./webhooks.js";
 
 const root = document.getElementById("app");
+const TENANT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 let app = null; // the signed-in console: tree, view, navigation and notices
 
 function signInView(reason) {
@@ -103,7 +104,10 @@ async function route() {
   }
   app.tree.highlight(null);
   const view = app.view;
-  if (parts[0] === "tenants" && parts[1] && parts[2] === "context") {
+  if (parts[0] === "tenants" && parts[1] && !TENANT_ID.test(parts[1])) {
+    // Only ids reach API paths: a crafted link cannot point the console elsewhere.
+    fill(view, h("h2", {}, "Tenant"), h("p.message.error", {}, "That link does not name a tenant id."));
+  } else if (parts[0] === "tenants" && parts[1] && parts[2] === "context") {
     await contextPage(view, parts[1], app);
   } else if (parts[0] === "tenants" && parts[1]) {
     await tenantPage(view, parts[1], app);
