@@ -60,6 +60,7 @@ export async function auditPage(view, app, preset = {}) {
             .map(([label, value]) => [h("dt", {}, label), h("dd", {}, h("code", {}, value))])),
         h("h4", {}, "Changes"),
         h("pre.payload", {}, jsonText(data.changes))));
+      detail.scrollIntoView({ block: "nearest" });
     } catch (err) {
       fill(detail, h("p.message.error", {}, err.describe()));
     }

@@ -43,6 +43,7 @@ export class TreeBrowser {
   async reload() {
     const expanded = [...this.nodes.values()].filter((n) => n.expanded).map((n) => n.tenant.id);
     this.nodes.clear();
+    this.rootCursor = null;
     fill(this.list);
     fill(this.more);
     await this.loadRoots();
@@ -65,6 +66,7 @@ export class TreeBrowser {
         this.status.clear();
       }
       for (const tenant of data.data) this.list.append(this.renderNode(tenant, 0));
+      this.rootCursor = data.next_cursor;
       fill(this.more, data.has_more
         ? h("button.link", { type: "button", on: { click: () => this.loadRoots(data.next_cursor) } },
           "Load more roots")
@@ -152,28 +154,38 @@ export class TreeBrowser {
 
   // Expand the path from the top of the tree down to a tenant and select it.
   async reveal(tenantId) {
+    let chain = null;
     try {
       const { data: ancestors } = await get(`/tenants/${tenantId}/ancestors`);
-      remember(ancestors);
-      for (const ancestor of ancestors) {
-        const node = await this.findNode(ancestor.id);
-        if (node && !node.expanded) await this.expand(node);
-      }
+      chain = remember(ancestors).map((a) => a.id);
     } catch (err) {
       // An archived tenant has no ancestors endpoint (410): it is shown as far as loaded.
       if (err.code !== "TENANT_ARCHIVED") this.onError(err);
     }
+    let parent = null;
+    let reachable = chain !== null;
+    for (const id of chain || []) {
+      const node = await this.findChild(parent, id);
+      if (!node) {
+        reachable = false;
+        break;
+      }
+      if (!node.expanded) await this.expand(node);
+      parent = node;
+    }
+    if (reachable) await this.findChild(parent, tenantId);
     this.markSelected(tenantId);
     this.nodes.get(tenantId)?.row.scrollIntoView({ block: "nearest" });
   }
 
-  // A node that should be loaded: pages of its parent's children are fetched as needed.
-  async findNode(id) {
-    if (this.nodes.has(id)) return this.nodes.get(id);
-    for (const node of [...this.nodes.values()]) {
-      while (node.loaded && node.cursor && !this.nodes.has(id)) {
-        await this.loadChildren(node, node.cursor);
-      }
+  // A child of `parent` (a root when parent is null), loading further pages as needed.
+  async findChild(parent, id) {
+    while (!this.nodes.has(id)) {
+      const cursor = parent ? parent.cursor : this.rootCursor;
+      if (!cursor || (parent && !parent.loaded)) break;
+      if (parent) await this.loadChildren(parent, cursor);
+      else await this.loadRoots(cursor);
+      if ((parent ? parent.cursor : this.rootCursor) === cursor) break; // failed: do not spin
     }
     return this.nodes.get(id) || null;
   }
