@@ -98,7 +98,7 @@ export async function contextPage(view, tenantId, app) {
     const [configChain, permissionChain] = await Promise.all([
       chainEntries(chain, "config"), chainEntries(chain, "permissions"),
     ]);
-    await app.tree.reveal(tenantId);
+    await app.tree.reveal(tenantId, ancestors);
     const sources = new Set();
 
     const configRows = Object.values(context.resolved_config).map((entry) => {

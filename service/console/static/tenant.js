@@ -28,7 +28,6 @@ export async function tenantPage(view, tenantId, app) {
   const tenant = response.data;
   let etag = response.headers.get("ETag");
   remember([tenant]);
-  app.tree.reveal(tenant.id);
   let ancestors = [];
   if (tenant.status === "active") {
     try {
@@ -37,6 +36,7 @@ export async function tenantPage(view, tenantId, app) {
       app.notify(err.describe(), "error");
     }
   }
+  app.tree.reveal(tenant.id, tenant.status === "active" ? ancestors : null);
   const archived = tenant.status === "archived";
   const reload = async () => {
     await app.tree.reload();
