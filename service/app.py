@@ -17,11 +17,16 @@ from service.db.pool import Database, connect
 from service.db.queries import Queries
 from service.handlers import (
     api_keys,
+    audit_logs,
     config,
+    consents,
     console,
     context,
     encryption_keys,
+    gdpr,
     health,
+    maintenance,
+    regions,
     roles,
     tenants,
     webhooks,
@@ -34,17 +39,23 @@ from service.ratelimit.limiter import RateLimiter
 from service.repositories.registry import Repositories
 from service.usecases.api_key_commands import ApiKeyCommands
 from service.usecases.api_key_queries import ApiKeyQueries
+from service.usecases.audit_queries import AuditQueries
 from service.usecases.config_entries import ConfigEntries
+from service.usecases.consents import Consents
 from service.usecases.context import TenantContext
 from service.usecases.delivery_admin import DeliveryAdmin
 from service.usecases.deps import Deps
 from service.usecases.encryption_keys import EncryptionKeyRotation
 from service.usecases.permissions import PermissionPolicies
 from service.usecases.recording import ChangeRecorder
+from service.usecases.region_migration import RegionMigrations
+from service.usecases.retention import Retention
 from service.usecases.role_management import RoleManagement
 from service.usecases.tenant_changes import TenantChanges
 from service.usecases.tenant_creation import TenantCreation
+from service.usecases.tenant_export import TenantExport
 from service.usecases.tenant_moves import TenantMoves
+from service.usecases.tenant_purge import TenantPurge
 from service.usecases.tenant_queries import TenantQueries
 from service.usecases.webhook_changes import WebhookChanges
 from service.usecases.webhook_queries import WebhookQueries, WebhookTesting
@@ -65,6 +76,11 @@ def apis() -> list[Api]:
         api_keys.api,
         roles.api,
         webhooks.api,
+        audit_logs.api,
+        consents.api,
+        gdpr.api,
+        regions.api,
+        maintenance.api,
         console.api,
     ]
 
@@ -116,6 +132,12 @@ def create_app(
     app[keys.WEBHOOK_QUERIES] = WebhookQueries(deps)
     app[keys.WEBHOOK_TESTING] = WebhookTesting(deps, webhook_runtime.sender)
     app[keys.DELIVERY_ADMIN] = DeliveryAdmin(deps)
+    app[keys.AUDIT_QUERIES] = AuditQueries(deps)
+    app[keys.CONSENTS] = Consents(deps)
+    app[keys.TENANT_EXPORT] = TenantExport(deps)
+    app[keys.TENANT_PURGE] = TenantPurge(deps, authenticator.cache)
+    app[keys.REGION_MIGRATIONS] = RegionMigrations(deps)
+    app[keys.RETENTION] = Retention(deps, authenticator.cache)
     app[keys.CONSOLE_ASSETS] = ConsoleAssets.load()
     app[BOOTSTRAP_KEY] = bootstrap_key
     app[keys.ENDPOINTS] = register(app, apis())

@@ -20,6 +20,7 @@ _BY_CONSTRAINT: dict[str, tuple[str, str]] = {
     "webhooks_tenant_fk": ("TENANT_NOT_FOUND", "tenant not found"),
     "tenant_closure_ancestor_fk": ("TENANT_NOT_FOUND", "tenant not found"),
     "tenant_closure_descendant_fk": ("TENANT_NOT_FOUND", "tenant not found"),
+    "consents_tenant_fk": ("TENANT_NOT_FOUND", "tenant not found"),
 }
 
 # Check constraints that mirror request validation: reaching them means input slipped
@@ -33,6 +34,8 @@ _CHECK_FIELDS: dict[str, str] = {
     "permission_policies_mode_check": "mode",
     "api_keys_name_length": "name",
     "roles_name_length": "name",
+    "consents_purpose_format": "purpose",
+    "consents_metadata_object": "metadata",
 }
 
 _UNAVAILABLE = (

@@ -15,16 +15,22 @@ from service.ratelimit.limiter import RateLimiter
 from service.repositories.registry import Repositories
 from service.usecases.api_key_commands import ApiKeyCommands
 from service.usecases.api_key_queries import ApiKeyQueries
+from service.usecases.audit_queries import AuditQueries
 from service.usecases.config_entries import ConfigEntries
+from service.usecases.consents import Consents
 from service.usecases.context import TenantContext
 from service.usecases.delivery_admin import DeliveryAdmin
 from service.usecases.deps import Deps
 from service.usecases.encryption_keys import EncryptionKeyRotation
 from service.usecases.permissions import PermissionPolicies
+from service.usecases.region_migration import RegionMigrations
+from service.usecases.retention import Retention
 from service.usecases.role_management import RoleManagement
 from service.usecases.tenant_changes import TenantChanges
 from service.usecases.tenant_creation import TenantCreation
+from service.usecases.tenant_export import TenantExport
 from service.usecases.tenant_moves import TenantMoves
+from service.usecases.tenant_purge import TenantPurge
 from service.usecases.tenant_queries import TenantQueries
 from service.usecases.webhook_changes import WebhookChanges
 from service.usecases.webhook_queries import WebhookQueries, WebhookTesting
@@ -56,4 +62,10 @@ RATE_LIMITER = web.AppKey("rate_limiter", RateLimiter)
 API_KEY_COMMANDS = web.AppKey("api_key_commands", ApiKeyCommands)
 API_KEY_QUERIES = web.AppKey("api_key_queries", ApiKeyQueries)
 ROLE_MANAGEMENT = web.AppKey("role_management", RoleManagement)
+AUDIT_QUERIES = web.AppKey("audit_queries", AuditQueries)
+CONSENTS = web.AppKey("consents", Consents)
+TENANT_EXPORT = web.AppKey("tenant_export", TenantExport)
+TENANT_PURGE = web.AppKey("tenant_purge", TenantPurge)
+REGION_MIGRATIONS = web.AppKey("region_migrations", RegionMigrations)
+RETENTION = web.AppKey("retention", Retention)
 CONSOLE_ASSETS = web.AppKey("console_assets", ConsoleAssets)

@@ -7,13 +7,18 @@ from dataclasses import dataclass
 from service.db.migrations import MigrationsRepository
 from service.db.queries import Queries
 from service.repositories.api_keys import ApiKeysRepository
+from service.repositories.audit_logs import AuditLogsRepository
 from service.repositories.config_entries import ConfigEntriesRepository
+from service.repositories.consents import ConsentsRepository
 from service.repositories.context import ContextRepository
 from service.repositories.deliveries import DeliveriesRepository
 from service.repositories.encryption_keys import EncryptionKeysRepository
+from service.repositories.gdpr import GdprRepository
 from service.repositories.health import HealthRepository
 from service.repositories.outbox import OutboxRepository
 from service.repositories.permissions import PermissionsRepository
+from service.repositories.regions import RegionsRepository
+from service.repositories.retention import RetentionRepository
 from service.repositories.roles import RolesRepository
 from service.repositories.tenants import TenantsRepository
 from service.repositories.webhooks import WebhooksRepository
@@ -33,6 +38,11 @@ class Repositories:
     context: ContextRepository
     encryption_keys: EncryptionKeysRepository
     roles: RolesRepository
+    audit_logs: AuditLogsRepository
+    consents: ConsentsRepository
+    gdpr: GdprRepository
+    regions: RegionsRepository
+    retention: RetentionRepository
 
     @classmethod
     def build(cls, queries: Queries) -> Repositories:
@@ -49,4 +59,9 @@ class Repositories:
             context=ContextRepository(queries),
             encryption_keys=EncryptionKeysRepository(queries),
             roles=RolesRepository(queries),
+            audit_logs=AuditLogsRepository(queries),
+            consents=ConsentsRepository(queries),
+            gdpr=GdprRepository(queries),
+            regions=RegionsRepository(queries),
+            retention=RetentionRepository(queries),
         )

@@ -1,0 +1,115 @@
+"""Audit entries: filtered keyset pages, one entry, and the redaction a purge applies."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+
+from service.db.repository import NamedSql, Repository
+
+REDACTED: dict[str, Any] = {"redacted": True}
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    id: UUID
+    tenant_id: UUID | None
+    actor_id: str
+    actor_type: str
+    action: str
+    resource_type: str
+    resource_id: str | None
+    changes: dict[str, Any] | None
+    request_id: str | None
+    ip_address: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class AuditFilter:
+    """The filters of GET /audit-logs; None means "any"."""
+
+    action: str | None = None
+    resource_type: str | None = None
+    actor_id: str | None = None
+    created_from: datetime | None = None
+    created_to: datetime | None = None
+
+
+_FIELDS = tuple(f.name for f in fields(AuditEntry))
+
+
+def _entry(row: asyncpg.Record) -> AuditEntry:
+    return AuditEntry(**{name: row[name] for name in _FIELDS})
+
+
+class AuditLogsRepository(Repository):
+    _list = NamedSql("list_audit_logs")
+    _list_tenant = NamedSql("list_tenant_audit_logs")
+    _list_subtree = NamedSql("list_subtree_audit_logs")
+    _get = NamedSql("get_audit_log")
+    _allow_redaction = NamedSql("allow_audit_redaction")
+    _redact = NamedSql("redact_audit_logs_of_tenants")
+
+    @staticmethod
+    def _args(f: AuditFilter, cursor: UUID | None, limit: int | None) -> tuple[object, ...]:
+        return (
+            cursor,
+            f.action,
+            f.resource_type,
+            f.actor_id,
+            f.created_from,
+            f.created_to,
+            limit,
+        )
+
+    async def list_audit_logs(
+        self, conn: asyncpg.Connection, f: AuditFilter, *, cursor: UUID | None, limit: int
+    ) -> list[AuditEntry]:
+        rows = await conn.fetch(self._list, *self._args(f, cursor, limit))
+        return [_entry(r) for r in rows]
+
+    async def list_tenant_audit_logs(
+        self,
+        conn: asyncpg.Connection,
+        tenant_id: UUID,
+        f: AuditFilter,
+        *,
+        cursor: UUID | None,
+        limit: int | None,
+    ) -> list[AuditEntry]:
+        """One tenant's entries, newest first; limit None returns every one."""
+        rows = await conn.fetch(self._list_tenant, *self._args(f, cursor, limit), tenant_id)
+        return [_entry(r) for r in rows]
+
+    async def list_subtree_audit_logs(
+        self,
+        conn: asyncpg.Connection,
+        root_id: UUID,
+        f: AuditFilter,
+        *,
+        cursor: UUID | None,
+        limit: int,
+    ) -> list[AuditEntry]:
+        rows = await conn.fetch(self._list_subtree, *self._args(f, cursor, limit), root_id)
+        return [_entry(r) for r in rows]
+
+    async def get_audit_log(
+        self, conn: asyncpg.Connection, entry_id: UUID
+    ) -> tuple[AuditEntry, str | None] | None:
+        """The entry and its tenant's current ancestry path (None: no tenant, or purged)."""
+        row = await conn.fetchrow(self._get, entry_id)
+        return None if row is None else (_entry(row), row["ancestry_path"])
+
+    async def redact_audit_logs_of_tenants(
+        self, conn: asyncpg.Connection, tenant_ids: Sequence[UUID]
+    ) -> int:
+        """Redact every entry naming one of these tenants; opens the guard for this
+        transaction only."""
+        await conn.execute(self._allow_redaction)
+        return int(await conn.fetchval(self._redact, list(tenant_ids)))

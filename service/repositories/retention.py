@@ -1,0 +1,123 @@
+"""Retention: counts for a dry run and bounded, keyset-paged deletes for the real one."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from uuid import UUID
+
+import asyncpg
+
+from service.db.repository import NamedSql, Repository
+
+NIL_UUID = UUID(int=0)
+# Before any row: the first batch starts here.
+EPOCH_START = datetime(1, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where the last batch stopped: its newest (timestamp, id)."""
+
+    at: datetime
+    id: UUID
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    deleted: int
+    last: Position | None
+
+
+@dataclass(frozen=True, slots=True)
+class TenantCandidate:
+    id: UUID
+    ancestry_path: str
+
+
+def _batch(rows: Sequence[asyncpg.Record]) -> Batch:
+    if not rows:
+        return Batch(0, None)
+    last = max((r["at"], r["id"]) for r in rows)
+    return Batch(len(rows), Position(last[0], last[1]))
+
+
+class RetentionRepository(Repository):
+    _count_deliveries = NamedSql("count_expired_deliveries")
+    _delete_deliveries = NamedSql("delete_expired_deliveries")
+    _count_events = NamedSql("count_expired_events")
+    _delete_events = NamedSql("delete_expired_events")
+    _count_consents = NamedSql("count_expired_consents")
+    _delete_consents = NamedSql("delete_expired_consents")
+    _allow_audit = NamedSql("allow_audit_retention")
+    _count_audit = NamedSql("count_expired_audit_logs")
+    _delete_audit = NamedSql("delete_expired_audit_logs")
+    _count_tenants = NamedSql("count_expired_archived_tenants")
+    _find_leaves = NamedSql("find_expired_archived_leaves")
+    _lock_leaves = NamedSql("lock_expired_archived_leaves")
+
+    async def _count(self, conn: asyncpg.Connection, sql: str, cutoff: datetime) -> int:
+        return int(await conn.fetchval(sql, cutoff))
+
+    async def _delete(
+        self,
+        conn: asyncpg.Connection,
+        sql: str,
+        cutoff: datetime,
+        limit: int,
+        after: Position | None,
+    ) -> Batch:
+        start = after or Position(EPOCH_START, NIL_UUID)
+        return _batch(await conn.fetch(sql, cutoff, limit, start.at, start.id))
+
+    async def count_expired_deliveries(self, conn: asyncpg.Connection, cutoff: datetime) -> int:
+        return await self._count(conn, self._count_deliveries, cutoff)
+
+    async def delete_expired_deliveries(
+        self, conn: asyncpg.Connection, cutoff: datetime, limit: int, after: Position | None
+    ) -> Batch:
+        return await self._delete(conn, self._delete_deliveries, cutoff, limit, after)
+
+    async def count_expired_events(self, conn: asyncpg.Connection, cutoff: datetime) -> int:
+        return await self._count(conn, self._count_events, cutoff)
+
+    async def delete_expired_events(
+        self, conn: asyncpg.Connection, cutoff: datetime, limit: int, after: Position | None
+    ) -> Batch:
+        return await self._delete(conn, self._delete_events, cutoff, limit, after)
+
+    async def count_expired_consents(self, conn: asyncpg.Connection, cutoff: datetime) -> int:
+        return await self._count(conn, self._count_consents, cutoff)
+
+    async def delete_expired_consents(
+        self, conn: asyncpg.Connection, cutoff: datetime, limit: int, after: Position | None
+    ) -> Batch:
+        return await self._delete(conn, self._delete_consents, cutoff, limit, after)
+
+    async def count_expired_audit_logs(self, conn: asyncpg.Connection, cutoff: datetime) -> int:
+        return await self._count(conn, self._count_audit, cutoff)
+
+    async def delete_expired_audit_logs(
+        self, conn: asyncpg.Connection, cutoff: datetime, limit: int, after: Position | None
+    ) -> Batch:
+        """One batch; opens the audit guard for entries before cutoff, this transaction only."""
+        await conn.execute(self._allow_audit, cutoff)
+        return await self._delete(conn, self._delete_audit, cutoff, limit, after)
+
+    async def count_expired_archived_tenants(
+        self, conn: asyncpg.Connection, cutoff: datetime
+    ) -> int:
+        return await self._count(conn, self._count_tenants, cutoff)
+
+    async def find_expired_archived_leaves(
+        self, conn: asyncpg.Connection, cutoff: datetime, limit: int
+    ) -> list[TenantCandidate]:
+        rows = await conn.fetch(self._find_leaves, cutoff, limit)
+        return [TenantCandidate(r["id"], r["ancestry_path"]) for r in rows]
+
+    async def lock_expired_archived_leaves(
+        self, conn: asyncpg.Connection, cutoff: datetime, ids: Sequence[UUID]
+    ) -> list[TenantCandidate]:
+        rows = await conn.fetch(self._lock_leaves, cutoff, list(ids))
+        return [TenantCandidate(r["id"], r["ancestry_path"]) for r in rows]
