@@ -69,6 +69,7 @@ export async function auditPage(view, app, preset = {}) {
   async function load(page) {
     message.clear();
     fill(detail);
+    results.setAttribute("aria-busy", "true"); // set before the first await: tests wait on it
     try {
       const { data, headers } = await get("/audit-logs", { ...filters, cursor: cursors[page] });
       cursors = cursors.slice(0, page + 1);
@@ -100,6 +101,8 @@ export async function auditPage(view, app, preset = {}) {
       } else {
         fill(results, h("p.message.error", {}, err.describe()));
       }
+    } finally {
+      results.setAttribute("aria-busy", "false");
     }
   }
 
