@@ -11,6 +11,7 @@ from aiohttp import web
 from service.auth.authenticator import Authenticator
 from service.bootstrap import prepare_database
 from service.config import Settings
+from service.console.assets import ConsoleAssets
 from service.crypto import Encryptor, KeyRing
 from service.db.migrations import load_migrations
 from service.db.pool import Database, connect
@@ -20,6 +21,7 @@ from service.handlers import (
     audit_logs,
     config,
     consents,
+    console,
     context,
     encryption_keys,
     gdpr,
@@ -84,6 +86,7 @@ def apis() -> list[Api]:
         gdpr.api,
         regions.api,
         maintenance.api,
+        console.api,
     ]
 
 
@@ -140,6 +143,7 @@ def create_app(
     app[keys.TENANT_PURGE] = TenantPurge(deps, authenticator.cache)
     app[keys.REGION_MIGRATIONS] = RegionMigrations(deps)
     app[keys.RETENTION] = Retention(deps, authenticator.cache)
+    app[keys.CONSOLE_ASSETS] = ConsoleAssets.load()
     app[BOOTSTRAP_KEY] = bootstrap_key
     app[keys.METRICS] = Metrics()
     app[keys.OPENAPI] = DocumentCache()

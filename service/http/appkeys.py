@@ -8,6 +8,7 @@ from aiohttp import web
 
 from service.auth.authenticator import Authenticator
 from service.config import Settings
+from service.console.assets import ConsoleAssets
 from service.crypto import KeyRing
 from service.db.pool import Database
 from service.db.queries import Queries
@@ -75,3 +76,4 @@ TENANT_EXPORT = web.AppKey("tenant_export", TenantExport)
 TENANT_PURGE = web.AppKey("tenant_purge", TenantPurge)
 REGION_MIGRATIONS = web.AppKey("region_migrations", RegionMigrations)
 RETENTION = web.AppKey("retention", Retention)
+CONSOLE_ASSETS = web.AppKey("console_assets", ConsoleAssets)

@@ -94,4 +94,6 @@ RESPONSES: dict[str, Any] = {
     "Error": Error,
     "OpenApiDocument": dict[str, Any],
     "MetricsText": str,
+    "ConsolePage": str,
+    "ConsoleAsset": str,
 }

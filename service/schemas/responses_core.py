@@ -36,6 +36,8 @@ class Tenant(Shape):
     deleted_at: Instant | None
     created_at: Instant
     updated_at: Instant
+    # Only in lists asked with include_child_counts=true.
+    child_count: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
 
 
 class TenantPage(Shape):
