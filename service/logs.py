@@ -1,12 +1,50 @@
-"""structlog JSON lines on stdout. Nothing here ever receives a key, token or secret."""
+"""structlog JSON lines on stdout. Nothing here ever receives a key, token or secret.
+
+That is a rule for the code that logs; `redact` is the net under it: anything shaped
+like an API key or a JWT (a key pasted into a URL, a token in an exception message) is
+replaced before a line is written.
+"""
 
 from __future__ import annotations
 
 import logging
+import os
+import re
 import sys
-from typing import TextIO
+from collections.abc import MutableMapping
+from typing import Any, TextIO
 
 import structlog
+
+_SECRET_SHAPES = re.compile(
+    r"sk_(?:live|test)_[0-9A-Za-z]{20,}"  # API keys
+    r"|eyJ[0-9A-Za-z_-]{4,}\.[0-9A-Za-z_-]{4,}\.[0-9A-Za-z_-]*"  # JWTs (base64url JSON header)
+    r"|whsec_[0-9A-Za-z_=-]{8,}"  # generated webhook secrets
+)
+REDACTED = "[redacted]"
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SECRET_SHAPES.sub(REDACTED, value)
+    if isinstance(value, dict):
+        return {k: _scrub(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub(v) for v in value]
+    return value
+
+
+def redact(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    for name, value in event.items():
+        event[name] = _scrub(value)
+    return event
+
+
+def add_pid(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    # Under `serve --workers N` several processes write to one stream.
+    event.setdefault("pid", os.getpid())
+    return event
+
 
 _LEVELS = {
     "debug": logging.DEBUG,
@@ -31,6 +69,8 @@ def configure_logging(level: str = "info", *, stream: TextIO | None = None) -> N
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
+            add_pid,
+            redact,
             structlog.processors.JSONRenderer(),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),

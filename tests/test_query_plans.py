@@ -93,6 +93,8 @@ def cases(tree: list[list[UUID]]) -> list[tuple[str, tuple[object, ...]]]:
         ("has_active_children", (mid,)),
         ("subtree_height", (mid,)),
         ("find_locked_config_keys", (leaf, ["theme", "limits"])),
+        ("list_root_tenants", (tree[0][2], "active", 101)),
+        ("count_children", ([root, mid, leaf], False)),
     ]
 
 

@@ -101,6 +101,10 @@ class Database:
             raise RuntimeError("the database pool is not open")
         return self._pool
 
+    @property
+    def is_open(self) -> bool:
+        return self._pool is not None
+
     async def open(self, dsn: str) -> None:
         self._pool = await create_pool(self.settings, dsn)
 

@@ -115,6 +115,7 @@ async def revoke_api_key(request: web.Request) -> web.Response:
     summary="Replace a key with a new one of the same settings (old one revoked now or "
             "after grace_period_seconds)",
     body=ApiKeyRotate, response="ApiKeyWithPlaintext", status=201,
+    extra={"body_required": False},
     errors=(*KEY_ERRORS, "INSUFFICIENT_SCOPE", "API_KEY_REVOKED"),
 )  # fmt: skip
 async def rotate_api_key(request: web.Request) -> web.Response:

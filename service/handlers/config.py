@@ -58,6 +58,7 @@ async def get_config(request: web.Request) -> web.Response:
 @api.route(
     "PUT", CONFIG_PATH + "/{key}", summary="Create (201) or replace (200) a config entry",
     body=ConfigPut, response="ConfigEntry", status=201,
+    extra={"responses": {200: "ConfigEntry"}},
     errors=(*READ_ERRORS, "CONFIG_LOCKED"),
 )  # fmt: skip
 async def put_config(request: web.Request) -> web.Response:
@@ -113,6 +114,7 @@ async def get_permission(request: web.Request) -> web.Response:
     "PUT", PERMISSIONS_PATH + "/{key}",
     summary="Create (201, permission.created) or replace (200, permission.updated) a policy",
     body=PermissionPut, response="PermissionPolicy", status=201,
+    extra={"responses": {200: "PermissionPolicy"}},
     errors=(*READ_ERRORS, "PERMISSION_LOCKED"),
 )  # fmt: skip
 async def put_permission(request: web.Request) -> web.Response:

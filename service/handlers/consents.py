@@ -21,6 +21,7 @@ CONSENT_ERRORS = ("VALIDATION_ERROR", "TENANT_NOT_FOUND", "TENANT_ARCHIVED")
     "POST", "/api/v1/tenants/{id}/consent",
     summary="Grant consent for a purpose (200 with the active record when one exists)",
     body=ConsentGrant, response="Consent", status=201, errors=CONSENT_ERRORS,
+    extra={"responses": {200: "Consent"}},
 )  # fmt: skip
 async def grant_consent(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)

@@ -30,7 +30,7 @@ def none_match(header: str | None, current: str) -> bool:
 @api.route(
     "GET", "/api/v1/tenants/{id}/context",
     summary="Config and permissions after inheritance (ETag; If-None-Match answers 304)",
-    query=RevealQuery, response="TenantContext",
+    query=RevealQuery, response="TenantContext", extra={"responses": {304: None}},
     errors=("VALIDATION_ERROR", "TENANT_NOT_FOUND", "TENANT_ARCHIVED", "INSUFFICIENT_SCOPE"),
 )  # fmt: skip
 async def get_context(request: web.Request) -> web.Response:

@@ -11,14 +11,17 @@ from service.http.routing import Api
 api = Api("operations")
 
 
-@api.route("GET", "/health", summary="Liveness: the process answers", public=True)
+@api.route(
+    "GET", "/health", summary="Liveness: the process answers", response="Health", public=True
+)
 async def health(request: web.Request) -> web.Response:
     return json_response({"status": "ok"})
 
 
 @api.route(
     "GET", "/ready", summary="Readiness: database reachable and migrated", public=True,
-    errors=("SERVICE_UNAVAILABLE",),
+    response="Readiness", errors=("SERVICE_UNAVAILABLE",),
+    extra={"responses": {503: "Readiness"}},
 )  # fmt: skip
 async def ready(request: web.Request) -> web.Response:
     repos = request.app[REPOSITORIES]

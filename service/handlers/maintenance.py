@@ -17,7 +17,7 @@ api = Api("maintenance")
 @api.route(
     "POST", "/api/v1/maintenance/purge-expired",
     summary="Remove expired audit entries, deliveries, events, consents and archived tenants",
-    body=PurgeExpiredBody, response="PurgeExpiredResult",
+    body=PurgeExpiredBody, response="PurgeExpiredResult", extra={"body_required": False},
     errors=("VALIDATION_ERROR", "TENANT_ACCESS_DENIED"),
     # Its batches commit one by one: an Idempotency-Key answer is stored after the run.
     idempotency="after_work",

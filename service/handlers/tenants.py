@@ -30,9 +30,17 @@ api = Api("tenants")
 TENANT_ERRORS = ("VALIDATION_ERROR", "TENANT_NOT_FOUND", "TENANT_ARCHIVED")
 
 
+def _listed(page: Page) -> list[dict[str, Any]]:
+    """The page's tenants, each with child_count when the caller asked for counts."""
+    counts = page.child_counts
+    if counts is None:
+        return [tenant_json(t) for t in page.items]
+    return [{**tenant_json(t), "child_count": counts[t.id]} for t in page.items]
+
+
 def _page_body(page: Page) -> dict[str, Any]:
     return {
-        "data": [tenant_json(t) for t in page.items],
+        "data": _listed(page),
         "next_cursor": opt_str(page.next_cursor),
         "has_more": page.has_more,
     }
@@ -70,6 +78,7 @@ async def create_tenant(request: web.Request) -> web.Response:
     "POST", "/api/v1/tenants/batch", summary="Create up to 100 tenants atomically",
     body=TenantBatchCreate, response="TenantBatchResult", status=201,
     errors=("VALIDATION_ERROR", "CONFLICT"),
+    extra={"responses": {400: "TenantBatchError", 409: "TenantBatchError"}},
 )  # fmt: skip
 async def create_tenants_batch(request: web.Request) -> web.Response:
     batch = await read_body(request, TenantBatchCreate)
@@ -195,4 +204,4 @@ async def list_children(request: web.Request) -> web.Response:
     query = parse_query(request, ChildrenQuery)
     page = await request.app[TENANT_QUERIES].children(principal_of(request), tenant_id, query)
     headers = {} if page.next_cursor is None else {"X-Next-Cursor": str(page.next_cursor)}
-    return json_response([tenant_json(t) for t in page.items], headers=headers)
+    return json_response(_listed(page), headers=headers)

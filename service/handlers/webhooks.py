@@ -165,6 +165,7 @@ async def test_webhook(request: web.Request) -> web.Response:
     "POST", "/api/v1/webhooks/{id}/rotate-secret",
     summary="New secret (returned once); the old one also signs for 24 hours",
     body=SecretRotation, response="WebhookWithSecret", errors=WEBHOOK_ERRORS,
+    extra={"body_required": False},
 )  # fmt: skip
 async def rotate_webhook_secret(request: web.Request) -> web.Response:
     webhook_id = path_uuid(request)

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from aiohttp import web
 
 from service.auth.authenticator import Authenticator
 from service.config import Settings
+from service.console.assets import ConsoleAssets
 from service.crypto import KeyRing
 from service.db.pool import Database
 from service.db.queries import Queries
+from service.http.openapi import DocumentCache
 from service.http.routing import Endpoint
+from service.metrics import Metrics
 from service.ratelimit.limiter import RateLimiter
 from service.repositories.registry import Repositories
 from service.usecases.api_key_commands import ApiKeyCommands
@@ -62,6 +67,10 @@ RATE_LIMITER = web.AppKey("rate_limiter", RateLimiter)
 API_KEY_COMMANDS = web.AppKey("api_key_commands", ApiKeyCommands)
 API_KEY_QUERIES = web.AppKey("api_key_queries", ApiKeyQueries)
 ROLE_MANAGEMENT = web.AppKey("role_management", RoleManagement)
+METRICS = web.AppKey("metrics", Metrics)
+OPENAPI = web.AppKey("openapi", DocumentCache)
+# Set when shutdown begins (SIGTERM): background workers stop taking new work.
+STOPPING = web.AppKey("stopping", asyncio.Event)
 AUDIT_QUERIES = web.AppKey("audit_queries", AuditQueries)
 CONSENTS = web.AppKey("consents", Consents)
 TENANT_EXPORT = web.AppKey("tenant_export", TenantExport)
@@ -69,3 +78,4 @@ TENANT_PURGE = web.AppKey("tenant_purge", TenantPurge)
 REGION_MIGRATIONS = web.AppKey("region_migrations", RegionMigrations)
 RETENTION = web.AppKey("retention", Retention)
 IDEMPOTENT_ANSWERS = web.AppKey("idempotent_answers", IdempotentAnswers)
+CONSOLE_ASSETS = web.AppKey("console_assets", ConsoleAssets)

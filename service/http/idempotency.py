@@ -31,12 +31,12 @@ from service.usecases.idempotency import (
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 # Visible ASCII, as Stripe's keys (a UUID is the usual choice).
-_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
+_KEY = re.compile(r"[\x21-\x7e]{1,255}")
 
 
 def _key_of(request: web.Request) -> str:
     values = request.headers.getall(HEADER)
-    if len(values) != 1 or not _KEY.match(values[0]):
+    if len(values) != 1 or not _KEY.fullmatch(values[0]):
         raise ServiceError(
             "VALIDATION_ERROR",
             f"{HEADER}: must be given once, 1 to 255 visible ASCII characters",

@@ -12,7 +12,7 @@ from service.auth.authorization import authorize
 from service.auth.principal import Actor, Principal
 from service.db.errors import service_unavailable, translate_db_error
 from service.errors import RetryTransaction, ServiceError
-from service.http.appkeys import AUTHENTICATOR, ENDPOINTS
+from service.http.appkeys import AUTHENTICATOR, ENDPOINTS, METRICS
 from service.http.responses import error_response
 from service.http.routing import Handler, endpoint_for
 from service.logs import get_logger
@@ -98,13 +98,17 @@ async def request_context(request: web.Request, handler: Handler) -> web.StreamR
         response.headers.update(decision.headers())
     principal = request.get(PRINCIPAL)
     resource = request.match_info.route.resource
+    route = resource.canonical if resource is not None else None
+    elapsed = time.perf_counter() - started
+    request.app[METRICS].observe(request.method, route, response.status, elapsed)
     log.info(
         "request",
         request_id=request_id,
         method=request.method,
-        route=resource.canonical if resource is not None else request.path,
+        # The template, never the raw path: ids stay out of logs and metric labels alike.
+        route=route,
         status=response.status,
-        duration_ms=round((time.perf_counter() - started) * 1000, 2),
+        duration_ms=round(elapsed * 1000, 2),
         actor_id=principal.actor_id if principal else None,
     )
     return response

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from datetime import datetime
 from typing import Any, TypeVar
 
 import msgspec
@@ -132,9 +133,30 @@ def parse_query(request: web.Request, type_: type[T]) -> T:
             raise validation_failed(FieldError(key, "parameter given more than once"))
         params[key] = value
     try:
-        return msgspec.convert(params, type_, strict=False)
+        parsed = msgspec.convert(params, type_, strict=False)
     except msgspec.ValidationError as exc:
         raise validation_failed(field_error(exc)) from None
+    # Parameter names as sent (`from`) to attribute names (`from_`).
+    encoded: tuple[str, ...] = getattr(type_, "__struct_encode_fields__", ())
+    names = dict(zip(encoded, getattr(type_, "__struct_fields__", ()), strict=True))
+    for key, raw in params.items():
+        converted = getattr(parsed, names.get(key, key), None)
+        # Lax conversion reads the text "null" as None for optional non-text parameters;
+        # a parameter that is given must have a value (leave it out to mean none).
+        if converted is None:
+            raise validation_failed(FieldError(key, "must have a value (leave it out instead)"))
+        # It also reads a number as Unix seconds; a date-time parameter is ISO 8601 text.
+        if isinstance(converted, datetime) and not _is_iso_datetime(raw):
+            raise validation_failed(FieldError(key, "must be an ISO 8601 date-time"))
+    return parsed
+
+
+def _is_iso_datetime(text: str) -> bool:
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def path_uuid(request: web.Request, name: str = "id") -> uuid.UUID:

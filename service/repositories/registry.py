@@ -16,6 +16,7 @@ from service.repositories.encryption_keys import EncryptionKeysRepository
 from service.repositories.gdpr import GdprRepository
 from service.repositories.health import HealthRepository
 from service.repositories.idempotency import IdempotencyRepository
+from service.repositories.metrics import MetricsRepository
 from service.repositories.outbox import OutboxRepository
 from service.repositories.permissions import PermissionsRepository
 from service.repositories.regions import RegionsRepository
@@ -39,6 +40,7 @@ class Repositories:
     context: ContextRepository
     encryption_keys: EncryptionKeysRepository
     roles: RolesRepository
+    metrics: MetricsRepository
     audit_logs: AuditLogsRepository
     consents: ConsentsRepository
     gdpr: GdprRepository
@@ -61,6 +63,7 @@ class Repositories:
             context=ContextRepository(queries),
             encryption_keys=EncryptionKeysRepository(queries),
             roles=RolesRepository(queries),
+            metrics=MetricsRepository(queries),
             audit_logs=AuditLogsRepository(queries),
             consents=ConsentsRepository(queries),
             gdpr=GdprRepository(queries),

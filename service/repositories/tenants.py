@@ -102,6 +102,9 @@ class TenantsRepository(Repository):
     _insert_closure = NamedSql("insert_closure_for_new_tenants")
     _list = NamedSql("list_tenants")
     _list_subtree = NamedSql("list_subtree_tenants")
+    _list_roots = NamedSql("list_root_tenants")
+    _search = NamedSql("search_tenants")
+    _count_children = NamedSql("count_children")
     _children = NamedSql("list_children")
     _ancestors = NamedSql("list_ancestors")
     _descendants = NamedSql("list_descendants")
@@ -197,6 +200,38 @@ class TenantsRepository(Repository):
     ) -> list[Tenant]:
         rows = await conn.fetch(self._list_subtree, root, cursor, status, limit)
         return [_tenant(r) for r in rows]
+
+    async def list_root_tenants(
+        self, conn: asyncpg.Connection, *, cursor: UUID | None, status: str, limit: int
+    ) -> list[Tenant]:
+        return [_tenant(r) for r in await conn.fetch(self._list_roots, cursor, status, limit)]
+
+    async def search_tenants(
+        self,
+        conn: asyncpg.Connection,
+        text: str,
+        *,
+        subtree: UUID | None,
+        parent_id: UUID | None,
+        roots: bool,
+        cursor: UUID | None,
+        status: str,
+        limit: int,
+    ) -> list[Tenant]:
+        rows = await conn.fetch(
+            self._search, text, subtree, parent_id, roots, cursor, status, limit
+        )
+        return [_tenant(r) for r in rows]
+
+    async def count_children(
+        self, conn: asyncpg.Connection, ids: Sequence[UUID], *, include_archived: bool
+    ) -> dict[UUID, int]:
+        """Direct children per tenant; every id is in the answer (0 when it has none)."""
+        counts = dict.fromkeys(ids, 0)
+        if ids:
+            for row in await conn.fetch(self._count_children, list(ids), include_archived):
+                counts[row["parent_id"]] = row["children"]
+        return counts
 
     async def list_children(
         self,

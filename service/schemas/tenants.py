@@ -70,12 +70,26 @@ class TenantMove(Strict):
     new_parent_id: UUID | None
 
 
+SearchText = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
+
+
 class ListTenantsQuery(Strict):
     cursor: UUID | None = None
     limit: Annotated[int, msgspec.Meta(ge=1, le=100)] = 50
     status: StatusFilter = "active"
     parent_id: UUID | None = None
     slug: Annotated[str, msgspec.Meta(max_length=63)] | None = None
+    # Options for tree browsers (docs/decisions.md, "Console"): the top of the visible
+    # forest, a case-insensitive name or slug search, and direct-child counts.
+    roots: bool = False
+    search: SearchText | None = None
+    include_child_counts: bool = False
+
+    def __post_init__(self) -> None:
+        if self.roots and self.parent_id is not None:
+            raise ValueError("roots: cannot be combined with parent_id")
+        if self.search is not None:
+            check_text(self.search, "search")
 
 
 class GetTenantQuery(Strict):
@@ -86,6 +100,7 @@ class ChildrenQuery(Strict):
     include_archived: bool = False
     cursor: UUID | None = None
     limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] | None = None
+    include_child_counts: bool = False
 
 
 class DescendantsQuery(Strict):

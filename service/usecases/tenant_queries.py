@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from uuid import UUID
+
+import asyncpg
 
 from service.auth.principal import Principal
 from service.repositories.tenants import Tenant
@@ -16,6 +18,8 @@ from service.usecases.tenant_access import active, visible, visible_active
 class Page:
     items: list[Tenant]
     next_cursor: UUID | None
+    # Direct children per listed tenant, when the caller asked for them.
+    child_counts: dict[UUID, int] | None = None
 
     @property
     def has_more(self) -> bool:
@@ -26,6 +30,28 @@ def _page(rows: list[Tenant], limit: int) -> Page:
     if len(rows) > limit:
         return Page(rows[:limit], rows[limit - 1].id)
     return Page(rows, None)
+
+
+def _matches(tenant: Tenant, search: str) -> bool:
+    """The search rule of the search_tenants query, for single-row answers."""
+    needle = search.lower()
+    return needle in tenant.name.lower() or needle in tenant.slug
+
+
+def _single(principal: Principal, query: ListTenantsQuery, found: Tenant | None) -> Page:
+    """A page of at most one known tenant, filtered as the list query would filter it."""
+    if found is None:
+        return Page([], None)
+    top = found.id == principal.tenant_id if principal.is_scoped else found.parent_id is None
+    keep = (
+        principal.can_see_path(found.ancestry_path)
+        and (query.status == "all" or found.status == query.status)
+        and (query.parent_id is None or found.parent_id == query.parent_id)
+        and (not query.roots or top)
+        and (query.cursor is None or found.id > query.cursor)
+        and (query.search is None or _matches(found, query.search))
+    )
+    return Page([found] if keep else [], None)
 
 
 class TenantQueries:
@@ -40,33 +66,58 @@ class TenantQueries:
         return tenant if include_archived else active(tenant)
 
     async def list_page(self, principal: Principal, query: ListTenantsQuery) -> Page:
-        fetch = query.limit + 1
         async with self.db.connection() as conn:
-            if query.slug is not None:
-                found = await self.tenants.get_tenant_by_slug(conn, query.slug)
-                keep = (
-                    found is not None
-                    and principal.can_see_path(found.ancestry_path)
-                    and (query.status == "all" or found.status == query.status)
-                    and (query.parent_id is None or found.parent_id == query.parent_id)
-                    and (query.cursor is None or found.id > query.cursor)
+            page = await self._list_page(conn, principal, query)
+            if query.include_child_counts:
+                # Archived children count whenever the listing itself may show archived ones.
+                counts = await self.tenants.count_children(
+                    conn, [t.id for t in page.items], include_archived=query.status != "active"
                 )
-                return Page([found] if keep and found else [], None)
-            if query.parent_id is not None:
-                parent = visible(
-                    principal, await self.tenants.get_tenant_node(conn, query.parent_id)
-                )
-                rows = await self.tenants.list_children(
-                    conn, parent.id, cursor=query.cursor, status=query.status, limit=fetch
-                )
-            elif principal.tenant_id is not None:
-                rows = await self.tenants.list_subtree_tenants(
-                    conn, principal.tenant_id, cursor=query.cursor, status=query.status, limit=fetch
-                )
-            else:
-                rows = await self.tenants.list_tenants(
-                    conn, cursor=query.cursor, status=query.status, limit=fetch
-                )
+                page = replace(page, child_counts=counts)
+        return page
+
+    async def _list_page(
+        self, conn: asyncpg.Connection, principal: Principal, query: ListTenantsQuery
+    ) -> Page:
+        fetch = query.limit + 1
+        if query.slug is not None:
+            return _single(
+                principal, query, await self.tenants.get_tenant_by_slug(conn, query.slug)
+            )
+        if query.roots and principal.tenant_id is not None:
+            # The top of a scoped caller's forest is its own tenant.
+            return _single(
+                principal, query, await self.tenants.get_tenant(conn, principal.tenant_id)
+            )
+        if query.parent_id is not None:
+            visible(principal, await self.tenants.get_tenant_node(conn, query.parent_id))
+        if query.search is not None:
+            rows = await self.tenants.search_tenants(
+                conn,
+                query.search,
+                subtree=principal.tenant_id,
+                parent_id=query.parent_id,
+                roots=query.roots,
+                cursor=query.cursor,
+                status=query.status,
+                limit=fetch,
+            )
+        elif query.roots:
+            rows = await self.tenants.list_root_tenants(
+                conn, cursor=query.cursor, status=query.status, limit=fetch
+            )
+        elif query.parent_id is not None:
+            rows = await self.tenants.list_children(
+                conn, query.parent_id, cursor=query.cursor, status=query.status, limit=fetch
+            )
+        elif principal.tenant_id is not None:
+            rows = await self.tenants.list_subtree_tenants(
+                conn, principal.tenant_id, cursor=query.cursor, status=query.status, limit=fetch
+            )
+        else:
+            rows = await self.tenants.list_tenants(
+                conn, cursor=query.cursor, status=query.status, limit=fetch
+            )
         return _page(rows, query.limit)
 
     async def children(self, principal: Principal, tenant_id: UUID, query: ChildrenQuery) -> Page:
@@ -79,7 +130,13 @@ class TenantQueries:
                 status="all" if query.include_archived else "active",
                 limit=None if query.limit is None else query.limit + 1,
             )
-        return _page(rows, query.limit) if query.limit is not None else Page(rows, None)
+            page = _page(rows, query.limit) if query.limit is not None else Page(rows, None)
+            if query.include_child_counts:
+                counts = await self.tenants.count_children(
+                    conn, [t.id for t in page.items], include_archived=query.include_archived
+                )
+                page = replace(page, child_counts=counts)
+        return page
 
     async def ancestors(self, principal: Principal, tenant_id: UUID) -> list[Tenant]:
         async with self.db.connection() as conn:

@@ -21,6 +21,11 @@ class WebhookRuntime:
             DeliveryWorker(deps, self.sender, concurrency=concurrency) if concurrency else None
         )
 
+    def stop_claiming(self) -> None:
+        """Shutdown began (SIGTERM): claim nothing new while requests drain."""
+        if self.worker is not None:
+            self.worker.stop_claiming()
+
     async def cleanup_ctx(self, app: web.Application) -> AsyncIterator[None]:
         if self.worker is not None:
             self.worker.start()

@@ -78,10 +78,14 @@ class DeliveryWorker:
     def wake(self) -> None:
         self._wake.set()
 
-    async def stop(self) -> None:
-        """Stop claiming; let attempts finish within the timeout, release the rest."""
+    def stop_claiming(self) -> None:
+        """Claim no more deliveries; attempts under way go on (stop() waits for them)."""
         self._stopped.set()
         self._wake.set()
+
+    async def stop(self) -> None:
+        """Stop claiming; let attempts finish within the timeout, release the rest."""
+        self.stop_claiming()
         if self._loop is not None:
             try:
                 await asyncio.wait_for(asyncio.shield(self._loop), self.timeout + 5)

@@ -207,3 +207,42 @@ SET ancestry_path = $2::text || substr(t.ancestry_path, length($3::text) + 1),
 FROM tenant_closure c
 WHERE c.ancestor_id = $1
   AND c.descendant_id = t.id;
+
+-- name: list_root_tenants
+-- One page of root tenants (no parent) in id order after the cursor; $2 is active,
+-- archived or all. tenants_parent_id_idx serves "parent_id IS NULL" in id order.
+SELECT td.*
+FROM tenant_details td
+WHERE td.parent_id IS NULL
+  AND td.id > coalesce($1::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
+  AND ($2::text = 'all' OR td.status = $2::text)
+ORDER BY td.id
+LIMIT $3;
+
+-- name: search_tenants
+-- One page of tenants whose name or slug contains $1, case-insensitively and literally
+-- (strpos, so % and _ are no wildcards), in id order after the cursor $5. $2 keeps a
+-- subtree (NULL: everywhere), $3 the children of one parent (NULL: any), $4 roots only;
+-- $6 is active, archived or all; $7 the limit. A filtered walk of the primary key: it
+-- stops once the page is full, and reads the whole table only when matches are rare.
+SELECT td.*
+FROM tenant_details td
+WHERE (strpos(lower(td.name), lower($1::text)) > 0 OR strpos(td.slug, lower($1::text)) > 0)
+  AND ($2::uuid IS NULL OR EXISTS (
+          SELECT 1 FROM tenant_closure c
+          WHERE c.ancestor_id = $2::uuid AND c.descendant_id = td.id))
+  AND ($3::uuid IS NULL OR td.parent_id = $3::uuid)
+  AND (NOT $4::boolean OR td.parent_id IS NULL)
+  AND td.id > coalesce($5::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
+  AND ($6::text = 'all' OR td.status = $6::text)
+ORDER BY td.id
+LIMIT $7;
+
+-- name: count_children
+-- How many direct children each of the tenants $1 has (archived ones too when $2);
+-- tenants without children have no row. One index range per parent.
+SELECT parent_id, count(*)::integer AS children
+FROM tenants
+WHERE parent_id = ANY($1::uuid[])
+  AND ($2::boolean OR status = 'active')
+GROUP BY parent_id;

@@ -1,0 +1,1 @@
+"""The admin console: static files (HTML, ES modules, CSS) served at /console."""

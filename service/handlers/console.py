@@ -1,0 +1,82 @@
+"""The admin console: public static files under a strict Content-Security-Policy.
+
+The page needs no credentials; every piece of data it shows comes from the API with the
+key or token the user pastes in, which the page keeps in sessionStorage only.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from service.console.assets import INDEX, Asset
+from service.errors import ServiceError
+from service.handlers.context import none_match
+from service.http.appkeys import CONSOLE_ASSETS
+from service.http.routing import Api
+
+api = Api("console")
+
+# No inline script or style, no eval, nothing from another origin; forms never submit by
+# themselves (a key typed into a form can never end up in a URL); Trusted Types make any
+# HTML-from-a-string sink (innerHTML and the like) throw, so data is only ever text.
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self'",
+        "connect-src 'self'",
+        "font-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'none'",
+        "frame-ancestors 'none'",
+        "require-trusted-types-for 'script'",
+        "trusted-types 'none'",
+    ]
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Resource-Policy": "same-origin",
+    "Permissions-Policy": "camera=(), microphone=(), geolocation=(), payment=()",
+    # Revalidate every time (cheap with the ETag), so a new release is seen at once.
+    "Cache-Control": "no-cache",
+}
+
+
+def _serve(request: web.Request, name: str) -> web.Response:
+    asset: Asset | None = request.app[CONSOLE_ASSETS].get(name)
+    if asset is None:
+        raise ServiceError("NOT_FOUND", f"no route for {request.path}", headers=SECURITY_HEADERS)
+    headers = {**SECURITY_HEADERS, "ETag": asset.etag}
+    if none_match(request.headers.get("If-None-Match"), asset.etag):
+        return web.Response(status=304, headers=headers)
+    headers["Content-Type"] = asset.content_type
+    return web.Response(body=asset.body, headers=headers)
+
+
+@api.route(
+    "GET", "/console", summary="The admin console (HTML page)", public=True,
+    response="ConsolePage", extra={"content_type": "text/html", "responses": {304: None}},
+)  # fmt: skip
+async def console_page(request: web.Request) -> web.Response:
+    return _serve(request, INDEX)
+
+
+@api.route("GET", "/console/", summary="Redirect to the admin console", public=True, status=308)
+async def console_slash(request: web.Request) -> web.Response:
+    # One address for the page: /console/ and /console are the same thing to a person.
+    return web.Response(status=308, headers={**SECURITY_HEADERS, "Location": "/console"})
+
+
+@api.route(
+    "GET", "/console/{name}", summary="A static file of the admin console", public=True,
+    errors=("NOT_FOUND",), response="ConsoleAsset",
+    extra={"content_type": "*/*", "responses": {304: None}},
+)  # fmt: skip
+async def console_file(request: web.Request) -> web.Response:
+    return _serve(request, request.match_info["name"])
