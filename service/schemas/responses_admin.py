@@ -170,3 +170,5 @@ class PurgeExpiredResult(Shape):
     events: int
     consents: int
     archived_tenants: int
+    # Idempotency-Key records older than 24 hours (docs/decisions.md, "Idempotency").
+    idempotency_keys: int
