@@ -14,10 +14,12 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient
 
+from service.auth.principal import Principal
 from service.crypto import PURPOSE_IDEMPOTENT_ANSWER, decrypt_with, idempotency_aad
+from service.usecases import idempotency
 from tests.conftest import JWT_SECRET
 from tests.support.api import create_tenant, get_json, unique_slug
-from tests.support.keys import bearer, key_headers, make_token
+from tests.support.keys import bearer, key_headers, make_key, make_token
 from tests.support.lossy import LossyProxy
 
 REPLAYED = "Idempotent-Replayed"
@@ -374,3 +376,28 @@ async def test_the_change_and_its_stored_answer_commit_together(client, admin, d
     assert resp.status == 201
     assert REPLAYED not in resp.headers
     assert await count(db_conn, "SELECT count(*) FROM tenants WHERE slug = $1", body["slug"]) == 1
+
+
+async def test_a_twin_that_waits_too_long_gets_409(client, db_conn, monkeypatch) -> None:
+    """While another transaction holds the key (the first request, still running), the
+    twin waits WAIT_SECONDS, then answers 409 IDEMPOTENCY_KEY_IN_USE and does nothing."""
+    monkeypatch.setattr(idempotency, "WAIT_SECONDS", 0.3)
+    issued = await make_key(client.app)
+    headers = keyed({"X-API-Key": issued.plaintext})
+    principal = Principal(str(issued.key.id), "api_key", frozenset(issued.key.scopes))
+    body = {"name": "Twin", "slug": unique_slug("slow")}
+    ticket = idempotency.ticket_for(
+        principal, headers["Idempotency-Key"], method="POST", path_qs="/api/v1/tenants",
+        if_match=None, body=b"{}",
+    )  # fmt: skip
+    lock_id = int.from_bytes(ticket.key_hash[:8], "big", signed=True)
+    await db_conn.execute("SELECT pg_advisory_lock($1)", lock_id)
+    try:
+        resp, data = await post(client, "/api/v1/tenants", headers, body)
+        assert (resp.status, data["error"]["code"]) == (409, "IDEMPOTENCY_KEY_IN_USE")
+        assert resp.headers["Retry-After"] == "1"
+    finally:
+        await db_conn.execute("SELECT pg_advisory_unlock($1)", lock_id)
+    assert await count(db_conn, "SELECT count(*) FROM tenants WHERE slug = $1", body["slug"]) == 0
+    resp, _ = await post(client, "/api/v1/tenants", headers, body)
+    assert resp.status == 201
