@@ -1,0 +1,111 @@
+"""python -m bench: the benchmark suite (docs/performance.md).
+
+  python -m bench run --quick            100,000 tenants, under 5 minutes (make bench)
+  python -m bench run --full             1,000,000 tenants (make bench-full)
+  python -m bench seed --dsn DSN --tenants N
+  python -m bench.sqlcompare --dsn DSN   the SQL comparison alone, on seeded data
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench.http_suite import LoadSettings
+from bench.report import format_report
+from bench.runner import RunOptions, run_suite
+from bench.seed import seed_database
+from bench.shapes import SeedPlan
+
+RESULTS_DIR = Path("bench/results")
+PROFILES = {
+    # tenants, seconds per load, warm-up seconds, sequential samples, creates, batches
+    "quick": (100_000, 5.0, 1.0, 200, 100, 20),
+    "full": (1_000_000, 10.0, 2.0, 400, 200, 30),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="seed, measure, compare with baselines, judge the targets")
+    profile = run.add_mutually_exclusive_group()
+    profile.add_argument("--quick", dest="mode", action="store_const", const="quick",
+                         help="100,000 tenants, short loads (default)")  # fmt: skip
+    profile.add_argument("--full", dest="mode", action="store_const", const="full",
+                         help="1,000,000 tenants, longer loads")  # fmt: skip
+    run.set_defaults(mode="quick")
+    run.add_argument("--tenants", type=int, help="override the profile's tenant count")
+    run.add_argument("--duration", type=float, help="seconds per load (after warm-up)")
+    run.add_argument("--connections", type=int, default=32, help="load connections (32)")
+    run.add_argument("--tool", choices=("auto", "wrk", "python"), default="auto",
+                     help="load generator: wrk when installed (auto), or the Python one")  # fmt: skip
+    run.add_argument("--pool-size", type=int, default=10, help="database pool of the service "
+                     "and of B_db (10, the service's default)")  # fmt: skip
+    run.add_argument("--database-url", help="a PostgreSQL server to create the bench_* "
+                     "databases on (default: the embedded one under --data-dir)")  # fmt: skip
+    run.add_argument("--data-dir", type=Path, default=Path(".data/bench"),
+                     help="embedded PostgreSQL data (default .data/bench)")  # fmt: skip
+    run.add_argument("--sql-repeats", type=int, default=20, help="runs per SQL query (20)")
+    run.add_argument("--skip-sql", action="store_true", help="leave out the SQL comparison")
+    run.add_argument("--output-json", type=Path, help="where to write the results "
+                     "(default bench/results/<mode>-<timestamp>.json)")  # fmt: skip
+    seed = sub.add_parser("seed", help="seed a migrated, empty database")
+    seed.add_argument("--dsn", required=True)
+    seed.add_argument("--tenants", type=int, default=100_000)
+    seed.add_argument("--seed", type=int, default=20261122, help="random seed")
+    return parser
+
+
+def _options(args: argparse.Namespace) -> RunOptions:
+    tenants, duration, warmup, samples, creates, batches = PROFILES[args.mode]
+    return RunOptions(
+        mode=args.mode,
+        tenants=args.tenants or tenants,
+        database_url=args.database_url,
+        data_dir=args.data_dir,
+        pool_size=args.pool_size,
+        load=LoadSettings(
+            connections=args.connections,
+            duration_s=args.duration or duration,
+            warmup_s=warmup,
+            latency_samples=samples,
+            tool=args.tool,
+            write_samples=creates,
+            batch_samples=batches,
+        ),
+        sql_repeats=args.sql_repeats,
+        skip_sql=args.skip_sql,
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    result = asyncio.run(run_suite(_options(args)))
+    output = args.output_json or RESULTS_DIR / f"{args.mode}-{time.strftime('%Y%m%dT%H%M%S')}.json"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(result, indent=2) + "\n")
+    print()
+    print(format_report(result))
+    print(f"\nresults: {output}")
+    return 0
+
+
+def _seed(args: argparse.Namespace) -> int:
+    report = asyncio.run(seed_database(args.dsn, SeedPlan.for_total(args.tenants, args.seed)))
+    print(json.dumps(report.to_json(), indent=2))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return {"run": _run, "seed": _seed}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

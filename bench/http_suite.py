@@ -1,0 +1,191 @@
+"""The HTTP measurements against a running service: reads under load, end-to-end
+latencies, writes and moves (with the latency of other requests while a big move runs)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from bench.loadgen import Target, run_load, time_requests
+from bench.seed import SeedReport
+
+API = "/api/v1/tenants"
+
+
+@dataclass(frozen=True)
+class LoadSettings:
+    connections: int
+    duration_s: float
+    warmup_s: float
+    latency_samples: int
+    tool: str
+    write_samples: int
+    batch_samples: int
+
+
+def read_targets(seed: SeedReport) -> dict[str, list[Target]]:
+    """Each read endpoint of the suite with the requests a load cycles through."""
+    marks = seed.landmarks
+    return {
+        "get_tenant": [Target("GET", f"{API}/{tid}") for tid in seed.samples],
+        "children_page": [Target("GET", f"{API}/{marks['wide_root']}/children?limit=100")],
+        "ancestors_depth10": [Target("GET", f"{API}/{marks['context_d10']}/ancestors")],
+        "ancestors_depth31": [Target("GET", f"{API}/{marks['deep31_leaf']}/ancestors")],
+        "descendants_100": [Target("GET", f"{API}/{marks['sized_100']}/descendants")],
+        "descendants_10000": [Target("GET", f"{API}/{marks['sized_10k']}/descendants")],
+        "context_depth1": [Target("GET", f"{API}/{marks['context_d1']}/context")],
+        "context_depth5": [Target("GET", f"{API}/{marks['context_d5']}/context")],
+        "context_depth10": [Target("GET", f"{API}/{marks['context_d10']}/context")],
+    }
+
+
+# Endpoints whose answers are megabytes: a 32-connection load would only measure the
+# queueing in front of them, so they run with fewer connections.
+HEAVY = {"descendants_10000": 4}
+
+
+async def measure_reads(
+    base_url: str, headers: dict[str, str], seed: SeedReport, settings: LoadSettings
+) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    for name, targets in read_targets(seed).items():
+        connections = HEAVY.get(name, settings.connections)
+        await run_load(
+            base_url, targets, headers=headers, connections=connections,
+            duration_s=settings.warmup_s, tool=settings.tool,
+        )  # fmt: skip
+        load = await run_load(
+            base_url, targets, headers=headers, connections=connections,
+            duration_s=settings.duration_s, tool=settings.tool,
+        )  # fmt: skip
+        series = await time_requests(
+            base_url, targets, headers=headers, repeat=settings.latency_samples
+        )
+        results[name] = {"load": load.to_json(), "sequential": series.to_json()}
+    return results
+
+
+async def measure_latency(
+    base_url: str, headers: dict[str, str], targets: Sequence[Target], samples: int
+) -> dict[str, Any]:
+    await time_requests(base_url, targets, headers=headers, repeat=max(10, samples // 10))
+    return (await time_requests(base_url, targets, headers=headers, repeat=samples)).to_json()
+
+
+def _create_body(slug: str, parent: str | None) -> bytes:
+    return orjson.dumps({"name": f"Bench {slug}", "slug": slug, "parent_id": parent})
+
+
+async def measure_writes(
+    base_url: str, headers: dict[str, str], seed: SeedReport, settings: LoadSettings
+) -> dict[str, Any]:
+    parent = seed.samples[0]
+    run = time.strftime("%H%M%S")
+    creates = [
+        Target("POST", API, _create_body(f"bc{run}_{i}", parent))
+        for i in range(settings.write_samples)
+    ]
+    batches = [
+        Target(
+            "POST",
+            f"{API}/batch",
+            orjson.dumps(
+                {
+                    "tenants": [
+                        {"name": f"Batch {b} {i}", "slug": f"bb{run}_{b}_{i}", "parent_id": parent}
+                        for i in range(100)
+                    ]
+                }
+            ),
+        )
+        for b in range(settings.batch_samples)
+    ]
+    create = await time_requests(base_url, creates, headers=headers, expect=(201,))
+    batch = await time_requests(base_url, batches, headers=headers, expect=(201,))
+    return {"create": create.to_json(), "batch_100": batch.to_json()}
+
+
+def _move(tenant: str, new_parent: str | None) -> Target:
+    return Target("POST", f"{API}/{tenant}/move", orjson.dumps({"new_parent_id": new_parent}))
+
+
+def move_subjects(seed: SeedReport) -> list[tuple[str, str, str | None, int]]:
+    """(label, tenant, its parent, tenants moved) for each move size the data allows."""
+    marks = seed.landmarks
+    subjects: list[tuple[str, str, str | None, int]] = [
+        ("move_1", marks["sized_100_leaf"], marks["sized_100_leaf_parent"], 1),
+        ("move_1000", marks["sized_1k"], None, 1_000),
+        ("move_10000", marks["sized_10k"], None, 10_001),
+    ]
+    wide = seed.plan.wide_children
+    if wide >= 100_000:
+        subjects.append(("move_100000", marks["wide_root"], None, wide + 1))
+    return subjects
+
+
+async def measure_moves(
+    base_url: str, headers: dict[str, str], seed: SeedReport, settings: LoadSettings
+) -> dict[str, Any]:
+    """Each subtree moved under another root and back. For the largest, the back move
+    runs while a fixed-rate read load runs; its p99 is compared with the same load's
+    p99 before any move."""
+    target = seed.landmarks["move_target"]
+    results: dict[str, Any] = {}
+    subjects = move_subjects(seed)
+    for label, tenant, parent, size in subjects:
+        rounds = 3 if size <= 1_000 else 1
+        moves = [_move(tenant, target), _move(tenant, parent)] * rounds
+        if (label, tenant, parent, size) == subjects[-1]:
+            results["interference"] = await _move_with_load(
+                base_url, headers, seed, moves[0], moves[1]
+            )
+            results[label] = {"tenants_moved": size, **results["interference"]["moves"]}
+            continue
+        series = await time_requests(base_url, moves, headers=headers, expect=(200,))
+        results[label] = {"tenants_moved": size, **series.to_json()}
+    return results
+
+
+def _background_targets(seed: SeedReport) -> list[Target]:
+    reads = [Target("GET", f"{API}/{tid}") for tid in seed.samples[:100]]
+    return [*reads, Target("GET", f"{API}/{seed.landmarks['context_d10']}/context")]
+
+
+async def _move_with_load(
+    base_url: str, headers: dict[str, str], seed: SeedReport, there: Target, back: Target
+) -> dict[str, Any]:
+    background = _background_targets(seed)
+    rate, connections = 100.0, 16
+    first = await time_requests(base_url, [there], headers=headers, expect=(200,))
+    window = max(2.0, first.max_ms / 1000)
+    quiet = await run_load(
+        base_url, background, headers=headers, connections=connections,
+        duration_s=window, rate=rate, tool="python",
+    )  # fmt: skip
+    load_task = asyncio.create_task(
+        run_load(
+            base_url, background, headers=headers, connections=connections,
+            duration_s=window, rate=rate, tool="python",
+        )  # fmt: skip
+    )
+    second = await time_requests(base_url, [back], headers=headers, expect=(200,))
+    during = await load_task
+    return {
+        "moves": {
+            "count": 2,
+            "errors": first.errors + second.errors,
+            "first_ms": first.max_ms,
+            "second_ms": second.max_ms,
+            "worst_ms": max(first.max_ms, second.max_ms),
+        },
+        "rate_rps": rate,
+        "window_s": round(window, 2),
+        "quiet": quiet.to_json(),
+        "during_move": during.to_json(),
+        "p99_ratio": round(during.p99_ms / quiet.p99_ms, 2) if quiet.p99_ms else None,
+    }

@@ -1,0 +1,190 @@
+"""`python -m bench run`: seed, baselines, HTTP and SQL measurements, in one run."""
+
+from __future__ import annotations
+
+import json
+import socket
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.baselines import start_baseline_server
+from bench.environment import PostgresServer, ServiceProcess, run_cli, service_env
+from bench.http_suite import (
+    LoadSettings,
+    measure_latency,
+    measure_moves,
+    measure_reads,
+    measure_writes,
+    read_targets,
+)
+from bench.loadgen import Target, run_load, wrk_available
+from bench.machine import describe_machine
+from bench.seed import SeedReport, seed_database
+from bench.shapes import SeedPlan
+from bench.sqlcompare import compare_strategies
+from bench.targets import evaluate_targets
+
+SMALL_SCALE = 10_000
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    mode: str
+    tenants: int
+    database_url: str | None
+    data_dir: Path
+    pool_size: int
+    load: LoadSettings
+    sql_repeats: int
+    skip_sql: bool
+
+
+@dataclass(frozen=True)
+class Prepared:
+    dsn: str
+    env: dict[str, str]
+    headers: dict[str, str]
+    seed: SeedReport
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def say(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+async def prepare(
+    server: PostgresServer, name: str, tenants: int, work_dir: Path, pool_size: int
+) -> Prepared:
+    dsn = await server.fresh_database(name)
+    env = service_env(dsn, work_dir / name, pool_size)
+    await run_cli(env, "migrate")
+    seed = await seed_database(dsn, SeedPlan.for_total(tenants))
+    say(f"{name}: {seed.tenants:,} tenants, {seed.closure_rows:,} closure rows in {seed.total_s:.1f} s")
+    created = json.loads(
+        await run_cli(env, "api-keys", "create", "--name", "bench", "--scopes",
+                      "read,write,admin", "--json")
+    )  # fmt: skip
+    return Prepared(dsn, env, {"X-API-Key": created["plaintext_key"]}, seed)
+
+
+async def measure_baselines(prepared: Prepared, options: RunOptions) -> dict[str, Any]:
+    load = options.load
+    port = free_port()
+    results: dict[str, Any] = {}
+    async with start_baseline_server(prepared.dsn, port, options.pool_size) as _server:
+        base = f"http://127.0.0.1:{port}"
+        cases = {
+            "B_http": [Target("GET", "/http")],
+            "B_db": [Target("GET", f"/db/{tid}") for tid in prepared.seed.samples],
+        }
+        for name, targets in cases.items():
+            await run_load(base, targets, headers={}, connections=load.connections,
+                           duration_s=load.warmup_s, tool=load.tool)  # fmt: skip
+            measured = await run_load(base, targets, headers={}, connections=load.connections,
+                                      duration_s=load.duration_s, tool=load.tool)  # fmt: skip
+            results[name] = {"load": measured.to_json()}
+            say(f"{name}: {measured.rps:,.0f} req/s, p99 {measured.p99_ms:.2f} ms")
+    return results
+
+
+async def run_suite(options: RunOptions) -> dict[str, Any]:
+    started = time.perf_counter()
+    result: dict[str, Any] = {
+        "mode": options.mode,
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "options": {
+            "tenants": options.tenants,
+            "connections": options.load.connections,
+            "duration_s": options.load.duration_s,
+            "pool_size": options.pool_size,
+            "load_tool": "wrk" if options.load.tool != "python" and wrk_available() else "python",
+        },
+    }
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-") as scratch,
+        PostgresServer(options.database_url, options.data_dir) as server,
+    ):
+        work_dir = Path(scratch)
+        result["machine"] = describe_machine(await server.server_version(), server.kind)
+        say(f"seeding {options.tenants:,} tenants and {SMALL_SCALE:,} for the scale comparison")
+        main = await prepare(server, "bench_main", options.tenants, work_dir, options.pool_size)
+        small = await prepare(server, "bench_small", SMALL_SCALE, work_dir, options.pool_size)
+        result["seed"] = {"main": main.seed.to_json(), "small": small.seed.to_json()}
+        if not options.skip_sql:
+            say("SQL comparison: closure table, recursive CTE, ltree")
+            result["sql"] = await _sql_comparison(main.dsn, options.sql_repeats)
+        say("baselines")
+        result["baselines"] = await measure_baselines(main, options)
+        result["endpoints"], result["writes"], result["moves"] = await _service_runs(
+            main, options
+        )
+        say(f"scale comparison at {SMALL_SCALE:,} tenants")
+        result["scale"] = await _scale_comparison(main, small, options)
+    result["targets"] = evaluate_targets(result)
+    result["elapsed_s"] = round(time.perf_counter() - started, 1)
+    return result
+
+
+async def _sql_comparison(dsn: str, repeats: int) -> dict[str, Any]:
+    import asyncpg
+
+    conn = await asyncpg.connect(dsn)
+    try:
+        return await compare_strategies(conn, repeats=repeats)
+    finally:
+        await conn.close()
+
+
+async def _service_runs(
+    prepared: Prepared, options: RunOptions
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    service = ServiceProcess(prepared.env, free_port())
+    await service.start()
+    try:
+        say("reads under load")
+        reads = await measure_reads(service.base_url, prepared.headers, prepared.seed, options.load)
+        say("writes")
+        writes = await measure_writes(
+            service.base_url, prepared.headers, prepared.seed, options.load
+        )
+        say("moves")
+        moves = await measure_moves(service.base_url, prepared.headers, prepared.seed, options.load)
+    finally:
+        await service.stop()
+    return reads, writes, moves
+
+
+async def _scale_comparison(main: Prepared, small: Prepared, options: RunOptions) -> dict[str, Any]:
+    """End-to-end latency of context and ancestors at depth 10, the same requests on
+    both databases, one service at a time."""
+    figures: dict[str, Any] = {}
+    for label, prepared in (("small", small), ("main", main)):
+        service = ServiceProcess(prepared.env, free_port())
+        await service.start()
+        try:
+            targets = read_targets(prepared.seed)
+            figures[label] = {
+                "tenants": prepared.seed.tenants,
+                **{
+                    name: await measure_latency(
+                        service.base_url, prepared.headers, targets[name],
+                        options.load.latency_samples,
+                    )  # fmt: skip
+                    for name in ("context_depth10", "ancestors_depth10")
+                },
+            }
+        finally:
+            await service.stop()
+    for name in ("context_depth10", "ancestors_depth10"):
+        small_p50 = figures["small"][name]["p50_ms"]
+        figures[f"{name}_ratio"] = round(figures["main"][name]["p50_ms"] / small_p50, 2)
+    return figures
