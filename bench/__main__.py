@@ -1,9 +1,9 @@
 """python -m bench: the benchmark suite (docs/performance.md).
 
-  python -m bench run --quick            100,000 tenants, under 5 minutes (make bench)
-  python -m bench run --full             1,000,000 tenants (make bench-full)
-  python -m bench seed --dsn DSN --tenants N
-  python -m bench.sqlcompare --dsn DSN   the SQL comparison alone, on seeded data
+python -m bench run --quick            100,000 tenants, under 5 minutes (make bench)
+python -m bench run --full             1,000,000 tenants (make bench-full)
+python -m bench seed --dsn DSN --tenants N
+python -m bench.sqlcompare --dsn DSN   the SQL comparison alone, on seeded data
 """
 
 from __future__ import annotations
@@ -31,31 +31,62 @@ PROFILES = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="seed, measure, compare with baselines, judge the targets")
     profile = run.add_mutually_exclusive_group()
-    profile.add_argument("--quick", dest="mode", action="store_const", const="quick",
-                         help="100,000 tenants, short loads (default)")  # fmt: skip
-    profile.add_argument("--full", dest="mode", action="store_const", const="full",
-                         help="1,000,000 tenants, longer loads")  # fmt: skip
+    profile.add_argument(
+        "--quick",
+        dest="mode",
+        action="store_const",
+        const="quick",
+        help="100,000 tenants, short loads (default)",
+    )
+    profile.add_argument(
+        "--full",
+        dest="mode",
+        action="store_const",
+        const="full",
+        help="1,000,000 tenants, longer loads",
+    )
     run.set_defaults(mode="quick")
     run.add_argument("--tenants", type=int, help="override the profile's tenant count")
     run.add_argument("--duration", type=float, help="seconds per load (after warm-up)")
     run.add_argument("--connections", type=int, default=32, help="load connections (32)")
-    run.add_argument("--tool", choices=("auto", "wrk", "python"), default="auto",
-                     help="load generator: wrk when installed (auto), or the Python one")  # fmt: skip
-    run.add_argument("--pool-size", type=int, default=10, help="database pool of the service "
-                     "and of B_db (10, the service's default)")  # fmt: skip
-    run.add_argument("--database-url", help="a PostgreSQL server to create the bench_* "
-                     "databases on (default: the embedded one under --data-dir)")  # fmt: skip
-    run.add_argument("--data-dir", type=Path, default=Path(".data/bench"),
-                     help="embedded PostgreSQL data (default .data/bench)")  # fmt: skip
+    run.add_argument(
+        "--tool",
+        choices=("auto", "wrk", "python"),
+        default="auto",
+        help="load generator: wrk when installed (auto), or the Python one",
+    )
+    run.add_argument(
+        "--pool-size",
+        type=int,
+        default=10,
+        help="database pool of the service and of B_db (10, the service's default)",
+    )
+    run.add_argument(
+        "--database-url",
+        help="a PostgreSQL server to create the bench_* "
+        "databases on (default: the embedded one under --data-dir)",
+    )
+    run.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path(".data/bench"),
+        help="embedded PostgreSQL data (default .data/bench)",
+    )
     run.add_argument("--sql-repeats", type=int, default=20, help="runs per SQL query (20)")
     run.add_argument("--skip-sql", action="store_true", help="leave out the SQL comparison")
-    run.add_argument("--output-json", type=Path, help="where to write the results "
-                     "(default bench/results/<mode>-<timestamp>.json)")  # fmt: skip
+    run.add_argument(
+        "--output-json",
+        type=Path,
+        help="where to write the results (default bench/results/<mode>-<timestamp>.json)",
+    )
     seed = sub.add_parser("seed", help="seed a migrated, empty database")
     seed.add_argument("--dsn", required=True)
     seed.add_argument("--tenants", type=int, default=100_000)

@@ -101,9 +101,14 @@ def service_env(dsn: str, data_dir: Path, pool_size: int) -> dict[str, str]:
 async def run_cli(env: dict[str, str], *args: str) -> str:
     """Run `tenant-service ARGS` (migrate, api-keys create); its stdout."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "service", *args,
-        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        sys.executable,
+        "-m",
+        "service",
+        *args,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await process.communicate()
     if process.returncode != 0:
         raise RuntimeError(f"tenant-service {' '.join(args)} failed: {err.decode()[-2000:]}")
@@ -119,13 +124,19 @@ class ServiceProcess:
         self.base_url = f"http://127.0.0.1:{port}"
         self._process: asyncio.subprocess.Process | None = None
 
-    async def start(self, timeout: float = 60.0) -> None:
+    async def start(self, wait_s: float = 60.0) -> None:
         self._process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "service", "serve", "--port", str(self.port),
+            sys.executable,
+            "-m",
+            "service",
+            "serve",
+            "--port",
+            str(self.port),
             env={**self._env, "HOST": "127.0.0.1"},
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-        )  # fmt: skip
-        deadline = asyncio.get_running_loop().time() + timeout
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        deadline = asyncio.get_running_loop().time() + wait_s
         async with aiohttp.ClientSession() as session:
             while True:
                 if self._process.returncode is not None:

@@ -56,13 +56,21 @@ async def measure_reads(
     for name, targets in read_targets(seed).items():
         connections = HEAVY.get(name, settings.connections)
         await run_load(
-            base_url, targets, headers=headers, connections=connections,
-            duration_s=settings.warmup_s, tool=settings.tool,
-        )  # fmt: skip
+            base_url,
+            targets,
+            headers=headers,
+            connections=connections,
+            duration_s=settings.warmup_s,
+            tool=settings.tool,
+        )
         load = await run_load(
-            base_url, targets, headers=headers, connections=connections,
-            duration_s=settings.duration_s, tool=settings.tool,
-        )  # fmt: skip
+            base_url,
+            targets,
+            headers=headers,
+            connections=connections,
+            duration_s=settings.duration_s,
+            tool=settings.tool,
+        )
         series = await time_requests(
             base_url, targets, headers=headers, repeat=settings.latency_samples
         )
@@ -164,14 +172,24 @@ async def _move_with_load(
     first = await time_requests(base_url, [there], headers=headers, expect=(200,))
     window = max(2.0, first.max_ms / 1000)
     quiet = await run_load(
-        base_url, background, headers=headers, connections=connections,
-        duration_s=window, rate=rate, tool="python",
-    )  # fmt: skip
+        base_url,
+        background,
+        headers=headers,
+        connections=connections,
+        duration_s=window,
+        rate=rate,
+        tool="python",
+    )
     load_task = asyncio.create_task(
         run_load(
-            base_url, background, headers=headers, connections=connections,
-            duration_s=window, rate=rate, tool="python",
-        )  # fmt: skip
+            base_url,
+            background,
+            headers=headers,
+            connections=connections,
+            duration_s=window,
+            rate=rate,
+            tool="python",
+        )
     )
     second = await time_requests(base_url, [back], headers=headers, expect=(200,))
     during = await load_task

@@ -44,8 +44,11 @@ def format_report(result: dict[str, Any]) -> str:
             f"{_ratio(load.get('rps'), b_http):>9}{_ratio(load.get('rps'), b_db):>7}"
             f"{_ms(seq.get('p50_ms')):>9}{_ms(seq.get('p99_ms')):>9}"
         )
-    lines += ["", f"{'write (sequential)':<22}{'count':>6}{'p50 ms':>10}{'p99 ms':>9}{'max ms':>9}"
-              f"{'errors':>8}"]  # fmt: skip
+    lines += [
+        "",
+        f"{'write (sequential)':<22}{'count':>6}{'p50 ms':>10}{'p99 ms':>9}{'max ms':>9}"
+        f"{'errors':>8}",
+    ]
     writes = {**result.get("writes", {}), **result.get("moves", {})}
     for name, figures in writes.items():
         if name == "interference":
@@ -66,7 +69,8 @@ def format_report(result: dict[str, Any]) -> str:
     if scale:
         lines.append(
             f"scale ({scale['small']['tenants']:,} -> {scale['main']['tenants']:,} tenants), p50: "
-            f"context x{scale['context_depth10_ratio']}, ancestors x{scale['ancestors_depth10_ratio']}"
+            f"context x{scale['context_depth10_ratio']}, "
+            f"ancestors x{scale['ancestors_depth10_ratio']}"
         )
     lines += ["", "targets:"]
     for target in result.get("targets", []):

@@ -68,11 +68,15 @@ async def prepare(
     env = service_env(dsn, work_dir / name, pool_size)
     await run_cli(env, "migrate")
     seed = await seed_database(dsn, SeedPlan.for_total(tenants))
-    say(f"{name}: {seed.tenants:,} tenants, {seed.closure_rows:,} closure rows in {seed.total_s:.1f} s")
+    say(
+        f"{name}: {seed.tenants:,} tenants, {seed.closure_rows:,} closure rows "
+        f"in {seed.total_s:.1f} s"
+    )
     created = json.loads(
-        await run_cli(env, "api-keys", "create", "--name", "bench", "--scopes",
-                      "read,write,admin", "--json")
-    )  # fmt: skip
+        await run_cli(
+            env, "api-keys", "create", "--name", "bench", "--scopes", "read,write,admin", "--json"
+        )
+    )
     return Prepared(dsn, env, {"X-API-Key": created["plaintext_key"]}, seed)
 
 
@@ -87,10 +91,22 @@ async def measure_baselines(prepared: Prepared, options: RunOptions) -> dict[str
             "B_db": [Target("GET", f"/db/{tid}") for tid in prepared.seed.samples],
         }
         for name, targets in cases.items():
-            await run_load(base, targets, headers={}, connections=load.connections,
-                           duration_s=load.warmup_s, tool=load.tool)  # fmt: skip
-            measured = await run_load(base, targets, headers={}, connections=load.connections,
-                                      duration_s=load.duration_s, tool=load.tool)  # fmt: skip
+            await run_load(
+                base,
+                targets,
+                headers={},
+                connections=load.connections,
+                duration_s=load.warmup_s,
+                tool=load.tool,
+            )
+            measured = await run_load(
+                base,
+                targets,
+                headers={},
+                connections=load.connections,
+                duration_s=load.duration_s,
+                tool=load.tool,
+            )
             results[name] = {"load": measured.to_json()}
             say(f"{name}: {measured.rps:,.0f} req/s, p99 {measured.p99_ms:.2f} ms")
     return results
@@ -124,9 +140,7 @@ async def run_suite(options: RunOptions) -> dict[str, Any]:
             result["sql"] = await _sql_comparison(main.dsn, options.sql_repeats)
         say("baselines")
         result["baselines"] = await measure_baselines(main, options)
-        result["endpoints"], result["writes"], result["moves"] = await _service_runs(
-            main, options
-        )
+        result["endpoints"], result["writes"], result["moves"] = await _service_runs(main, options)
         say(f"scale comparison at {SMALL_SCALE:,} tenants")
         result["scale"] = await _scale_comparison(main, small, options)
     result["targets"] = evaluate_targets(result)
@@ -176,9 +190,11 @@ async def _scale_comparison(main: Prepared, small: Prepared, options: RunOptions
                 "tenants": prepared.seed.tenants,
                 **{
                     name: await measure_latency(
-                        service.base_url, prepared.headers, targets[name],
+                        service.base_url,
+                        prepared.headers,
+                        targets[name],
                         options.load.latency_samples,
-                    )  # fmt: skip
+                    )
                     for name in ("context_depth10", "ancestors_depth10")
                 },
             }

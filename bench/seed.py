@@ -21,8 +21,15 @@ from bench.sqlfiles import bench_queries
 
 SEEDED_TABLES = ["tenants", "tenant_closure", "config_entries", "permission_policies"]
 TENANT_COLUMNS = [
-    "id", "parent_id", "name", "slug", "ancestry_path", "depth", "isolation_strategy", "region"
-]  # fmt: skip
+    "id",
+    "parent_id",
+    "name",
+    "slug",
+    "ancestry_path",
+    "depth",
+    "isolation_strategy",
+    "region",
+]
 
 
 @dataclass(frozen=True)
