@@ -129,18 +129,13 @@ async def pick_subtree_samples(
     )
     picks: list[dict[str, Any]] = []
     for target in SUBTREE_TARGETS:
-        best: dict[str, Any] | None = None
+        counted: list[dict[str, Any]] = []
         for candidate in (c for c in candidates if c["target"] == target):
             row = await conn.fetchrow(q["count_subtree"].sql, candidate["id"])
             assert row is not None  # closure rows reference existing tenants
-            found = {"target": target, "id": str(candidate["id"]), "depth": row["depth"]}
-            found["descendants"] = row["descendants"]
-            if best is None or abs(found["descendants"] - target) < abs(
-                best["descendants"] - target
-            ):
-                best = found
-        if best is not None:
-            picks.append(best)
+            counted.append({"target": target, "id": str(candidate["id"])} | dict(row))
+        if counted:
+            picks.append(min(counted, key=lambda c: abs(c["descendants"] - target)))
     sampling = {"percent": round(percent, 3), "closure_rows_estimate": estimate}
     return picks, sampling
 
@@ -197,14 +192,11 @@ async def drop_ltree(conn: asyncpg.Connection, q: dict[str, Query], info: dict[s
             info["error"] = f"ltree left installed: {type(exc).__name__}: {exc}"
 
 
-async def time_operation(
-    conn: asyncpg.Connection,
-    statements: dict[str, str],
-    argument: Any,
-    normalize: Normalize,
-    repeats: int,
-) -> dict[str, Any]:
-    """Time each strategy's statement on one argument and check they agree."""
+async def time_statements(
+    conn: asyncpg.Connection, statements: dict[str, str], argument: Any, repeats: int
+) -> tuple[dict[str, list[int]], dict[str, list[asyncpg.Record]]]:
+    """Run each prepared statement WARMUPS times untimed, then `repeats` times timed (ns);
+    returns the samples and each statement's last rows."""
     prepared = {s: await conn.prepare(sql) for s, sql in statements.items()}
     for statement in prepared.values():
         for _ in range(WARMUPS):
@@ -218,22 +210,36 @@ async def time_operation(
             started = time.perf_counter_ns()
             answers[s] = await prepared[s].fetch(argument)
             samples[s].append(time.perf_counter_ns() - started)
+    return samples, answers
+
+
+async def time_operation(
+    conn: asyncpg.Connection,
+    statements: dict[str, str],
+    argument: Any,
+    normalize: Normalize,
+    repeats: int,
+) -> tuple[dict[str, Any], Any]:
+    """Time each strategy's statement on one argument and check they agree; returns the
+    figures and the closure strategy's answer."""
+    samples, answers = await time_statements(conn, statements, argument, repeats)
     normalized = {s: normalize(rows) for s, rows in answers.items()}
-    disagreeing = [s for s in names if normalized[s] != normalized["closure"]]
-    strategies = {s: summarize(samples[s], len(answers[s])) for s in names}
-    ratios: dict[str, float | None] = {}
-    for s in STRATEGIES[1:]:
-        ratio = None
-        if s in strategies and strategies["closure"]["p50_ms"] > 0:
-            ratio = round(strategies[s]["p50_ms"] / strategies["closure"]["p50_ms"], 2)
-        ratios[f"{s}/closure"] = ratio
-    return {
+    disagreeing = [s for s in normalized if normalized[s] != normalized["closure"]]
+    strategies = {s: summarize(samples[s], len(answers[s])) for s in samples}
+    closure_p50 = strategies["closure"]["p50_ms"]
+    ratios = {
+        f"{s}/closure": round(strategies[s]["p50_ms"] / closure_p50, 2)
+        if s in strategies and closure_p50 > 0
+        else None
+        for s in STRATEGIES[1:]
+    }
+    figures = {
         "strategies": strategies,
         "ratios_p50": ratios,
         "agree": not disagreeing,
         "disagreeing": disagreeing,
-        "answer": normalized["closure"],
     }
+    return figures, normalized["closure"]
 
 
 async def compare_strategies(conn: asyncpg.Connection, *, repeats: int = 20) -> dict[str, Any]:
@@ -253,13 +259,11 @@ async def compare_strategies(conn: asyncpg.Connection, *, repeats: int = 20) -> 
     service_context = Queries.load().sql("resolve_tenant_context")
     operations: dict[str, dict[str, Any]] = {}
 
-    async def run(
-        op: str, query_suffix: str, pick: dict[str, Any], normalize: Normalize
-    ) -> dict[str, Any]:
+    async def run(op: str, query_suffix: str, pick: dict[str, Any], normalize: Normalize) -> Any:
         statements = {s: q[f"{s}_{query_suffix}"].sql for s in strategies}
-        result = await time_operation(conn, statements, pick["id"], normalize, repeats)
-        operations[op] = {"tenant_id": pick["id"], "tenant_depth": pick["depth"]} | result
-        return result
+        figures, answer = await time_operation(conn, statements, pick["id"], normalize, repeats)
+        operations[op] = {"tenant_id": pick["id"], "tenant_depth": pick["depth"]} | figures
+        return answer
 
     try:
         for pick in depth_picks:
@@ -268,18 +272,23 @@ async def compare_strategies(conn: asyncpg.Connection, *, repeats: int = 20) -> 
             await run(f"descendants_{pick['target']}", "list_descendants", pick, ids_as_set)
         for pick in depth_picks:
             op = f"context@depth{pick['depth']}"
-            result = await run(op, "resolve_tenant_context", pick, context_answer)
+            answer = await run(op, "resolve_tenant_context", pick, context_answer)
             own = context_answer(await conn.fetch(service_context, pick["id"]))
-            operations[op]["matches_service_query"] = own == result["answer"]
+            operations[op]["matches_service_query"] = own == answer
+        # What every figure carries for the round trip, protocol and decoding alone
+        # (measured last, on a connection as warm as the one the strategies ran on).
+        floor_samples, floor_rows = await time_statements(
+            conn, {"floor": q["echo_tenant_id"].sql}, depth_picks[0]["id"], repeats
+        )
+        floor = summarize(floor_samples["floor"], len(floor_rows["floor"]))
     finally:
         await drop_ltree(conn, q, ltree)
-    for entry in operations.values():
-        del entry["answer"]  # checked above; ids and configs would swamp the report
     return {
         "repeats": repeats,
         "warmups": WARMUPS,
         "server_version": conn.get_server_version().major,
         "all_visible_fraction": visibility,
+        "round_trip_floor": floor,
         "ltree": ltree,
         "samples": {"depth": depth_picks, "subtree": subtree_picks, "sampling": sampling},
         "operations": operations,
@@ -308,6 +317,11 @@ def format_table(result: dict[str, Any]) -> str:
         lines.append(f"ltree: not compared ({ltree['error']})")
     visible = ", ".join(f"{k} {v:.0%}" for k, v in result["all_visible_fraction"].items())
     lines.append(f"all-visible pages (index-only scans skip the heap): {visible}")
+    floor = result["round_trip_floor"]
+    lines.append(
+        f"round-trip floor (a statement reading no table): p50 {floor['p50_ms']:.3f} ms, "
+        f"p99 {floor['p99_ms']:.3f} ms, mean {floor['mean_ms']:.3f} ms"
+    )
     lines.append("")
     header = f"{'operation':<20}{'rows':>7}"
     for s in names:

@@ -68,3 +68,7 @@ SELECT c.relname::text AS relname,
 FROM pg_class c
 WHERE c.oid IN ('tenants'::regclass, 'tenant_closure'::regclass)
 ORDER BY c.relname;
+
+-- name: echo_tenant_id
+-- The round-trip floor: a prepared statement that reads nothing and returns one id.
+SELECT $1::uuid AS id;
