@@ -16,6 +16,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench.environment import PostgresServer
 from bench.http_suite import LoadSettings
 from bench.report import format_report
 from bench.runner import RunOptions, run_suite
@@ -117,7 +118,10 @@ def _options(args: argparse.Namespace) -> RunOptions:
 
 
 def _run(args: argparse.Namespace) -> int:
-    result = asyncio.run(run_suite(_options(args)))
+    options = _options(args)
+    # The embedded server starts outside the event loop (it runs its own to set up).
+    with PostgresServer(options.database_url, options.data_dir) as server:
+        result = asyncio.run(run_suite(options, server))
     output = args.output_json or RESULTS_DIR / f"{args.mode}-{time.strftime('%Y%m%dT%H%M%S')}.json"
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(result, indent=2) + "\n")

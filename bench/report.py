@@ -56,7 +56,7 @@ def format_report(result: dict[str, Any]) -> str:
         lines.append(
             f"{name:<22}{figures.get('count', 0):>6}{_ms(figures.get('p50_ms')):>10}"
             f"{_ms(figures.get('p99_ms')):>9}"
-            f"{_ms(figures.get('max_ms', figures.get('worst_ms'))):>9}{figures.get('errors', 0):>8}"
+            f"{_ms(figures.get('max_ms')):>9}{figures.get('errors', 0):>8}"
         )
     interference = result.get("moves", {}).get("interference")
     if interference:

@@ -24,7 +24,6 @@ from bench.loadgen import Target, run_load, wrk_available
 from bench.machine import describe_machine
 from bench.seed import SeedReport, seed_database
 from bench.shapes import SeedPlan
-from bench.sqlcompare import compare_strategies
 from bench.targets import evaluate_targets
 
 SMALL_SCALE = 10_000
@@ -84,7 +83,7 @@ async def measure_baselines(prepared: Prepared, options: RunOptions) -> dict[str
     load = options.load
     port = free_port()
     results: dict[str, Any] = {}
-    async with start_baseline_server(prepared.dsn, port, options.pool_size) as _server:
+    async with await start_baseline_server(prepared.dsn, port, options.pool_size) as _server:
         base = f"http://127.0.0.1:{port}"
         cases = {
             "B_http": [Target("GET", "/http")],
@@ -112,7 +111,7 @@ async def measure_baselines(prepared: Prepared, options: RunOptions) -> dict[str
     return results
 
 
-async def run_suite(options: RunOptions) -> dict[str, Any]:
+async def run_suite(options: RunOptions, server: PostgresServer) -> dict[str, Any]:
     started = time.perf_counter()
     result: dict[str, Any] = {
         "mode": options.mode,
@@ -125,10 +124,7 @@ async def run_suite(options: RunOptions) -> dict[str, Any]:
             "load_tool": "wrk" if options.load.tool != "python" and wrk_available() else "python",
         },
     }
-    with (
-        tempfile.TemporaryDirectory(prefix="bench-") as scratch,
-        PostgresServer(options.database_url, options.data_dir) as server,
-    ):
+    with tempfile.TemporaryDirectory(prefix="bench-") as scratch:
         work_dir = Path(scratch)
         result["machine"] = describe_machine(await server.server_version(), server.kind)
         say(f"seeding {options.tenants:,} tenants and {SMALL_SCALE:,} for the scale comparison")
@@ -150,6 +146,8 @@ async def run_suite(options: RunOptions) -> dict[str, Any]:
 
 async def _sql_comparison(dsn: str, repeats: int) -> dict[str, Any]:
     import asyncpg
+
+    from bench.sqlcompare import compare_strategies
 
     conn = await asyncpg.connect(dsn)
     try:

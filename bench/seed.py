@@ -87,7 +87,7 @@ async def seed_database(dsn: str, plan: SeedPlan, *, region: str = "default") ->
             await conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
             for row in [*indexes, *constraints]:
                 await conn.execute(row["create_ddl"])
-        await conn.execute(queries.sql("analyze_seeded_tables"))
+        await conn.execute(queries.sql("vacuum_seeded_tables"))
         indexed = time.perf_counter()
         counts = await conn.fetchrow(queries.sql("count_seeded_rows"))
     finally:

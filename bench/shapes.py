@@ -37,6 +37,7 @@ class SeedPlan:
     wide_children: int
     deep_chains: int
     balanced_depth: int
+    sized: bool = True
     seed: int = 20261122
 
     @classmethod
@@ -53,6 +54,8 @@ class SeedPlan:
             wide_children=total // 10,
             deep_chains=min(100, total // 1_000),
             balanced_depth=depth,
+            # The sized subtrees (11,100 tenants) would swamp a small database.
+            sized=total >= 50_000,
             seed=seed,
         )
 
@@ -102,9 +105,10 @@ def build_forest(plan: SeedPlan) -> Forest:
     _deep(forest, rng, plan)
     _balanced(forest, rng, plan)
     _context_chain(forest, rng)
-    _sized(forest, rng, "sized_100", 10, 9)
-    _sized(forest, rng, "sized_1k", 27, 36)
-    _sized(forest, rng, "sized_10k", 100, 99)
+    if plan.sized:
+        _sized(forest, rng, "sized_100", 10, 9)
+        _sized(forest, rng, "sized_1k", 27, 36)
+        _sized(forest, rng, "sized_10k", 100, 99)
     forest.landmarks["move_target"] = forest.add(rng, -1)
     _realistic(forest, rng, plan.total - len(forest))
     return forest
