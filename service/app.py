@@ -34,6 +34,7 @@ from service.handlers import (
     webhooks,
 )
 from service.http import appkeys as keys
+from service.http.freshness import forget_contexts_after_writes
 from service.http.idempotency import idempotency
 from service.http.middleware import authenticate, request_context
 from service.http.openapi import DocumentCache
@@ -48,6 +49,7 @@ from service.usecases.audit_queries import AuditQueries
 from service.usecases.config_entries import ConfigEntries
 from service.usecases.consents import Consents
 from service.usecases.context import TenantContext
+from service.usecases.context_cache import ContextCache
 from service.usecases.delivery_admin import DeliveryAdmin
 from service.usecases.deps import Deps
 from service.usecases.encryption_keys import EncryptionKeyRotation
@@ -102,7 +104,8 @@ def create_app(
         raise ValueError("create_app needs settings.database_url (the CLI starts one if unset)")
     app = web.Application(
         client_max_size=settings.max_body_bytes,
-        middlewares=[request_context, authenticate, idempotency],
+        # forget_contexts_after_writes wraps idempotency: it runs after held commits.
+        middlewares=[request_context, forget_contexts_after_writes, authenticate, idempotency],
     )
     queries = Queries.load()
     repos = Repositories.build(queries)
@@ -120,7 +123,11 @@ def create_app(
     app[keys.KEYRING] = keyring
     app[keys.DEPS] = deps
     limiter = RateLimiter(settings)
-    authenticator = Authenticator(settings, database, repos.api_keys, limiter, repos.health.ping)
+    contexts = ContextCache(settings.context_cache_size)
+    app[keys.CONTEXT_CACHE] = contexts
+    authenticator = Authenticator(
+        settings, database, repos.api_keys, limiter, repos.health.ping, contexts
+    )
     app[keys.RATE_LIMITER] = limiter
     app[keys.AUTHENTICATOR] = authenticator
     app[keys.API_KEY_COMMANDS] = ApiKeyCommands(deps, authenticator.cache)
@@ -132,7 +139,7 @@ def create_app(
     app[keys.TENANT_MOVES] = TenantMoves(deps)
     app[keys.CONFIG_ENTRIES] = ConfigEntries(deps)
     app[keys.PERMISSION_POLICIES] = PermissionPolicies(deps)
-    app[keys.TENANT_CONTEXT] = TenantContext(deps)
+    app[keys.TENANT_CONTEXT] = TenantContext(deps, contexts)
     app[keys.ENCRYPTION_KEY_ROTATION] = EncryptionKeyRotation(deps)
     app[keys.WEBHOOK_RUNTIME] = webhook_runtime
     app[keys.WEBHOOK_CHANGES] = WebhookChanges(deps, webhook_runtime.sender.guard)

@@ -1,6 +1,7 @@
 """The dedicated connection that LISTENs for key and role changes (migration 0006's
 triggers) and drops cached lookups, so a change made by any process reaches every
-process within a second.
+process within a second. The same connection listens for context changes (migration
+0011's triggers) and empties the context cache (service/usecases/context_cache.py).
 
 The connection is watched: a termination callback notices a closed socket at once and
 a ping every few seconds notices a silent one. While it is down the key cache is off
@@ -18,9 +19,11 @@ import asyncpg
 
 from service.auth.key_cache import KeyCache
 from service.logs import get_logger
+from service.usecases.context_cache import ContextCache
 
 log = get_logger("service.auth.listener")
 CHANNEL = "tenant_service_api_keys"
+CONTEXT_CHANNEL = "tenant_service_context"
 PING_SECONDS = 5.0
 PING_TIMEOUT_SECONDS = 2.0
 CONNECT_TIMEOUT_SECONDS = 5.0
@@ -30,9 +33,12 @@ Ping = Callable[[asyncpg.Connection], Awaitable[object]]
 
 
 class KeyChangeListener:
-    def __init__(self, dsn: str, cache: KeyCache, ping: Ping) -> None:
+    def __init__(
+        self, dsn: str, cache: KeyCache, ping: Ping, contexts: ContextCache | None = None
+    ) -> None:
         self.dsn = dsn
         self.cache = cache
+        self.contexts = contexts
         self.ping = ping
         self.connected = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -52,7 +58,7 @@ class KeyChangeListener:
                 await self._task
             self._task = None
         await self._close()
-        self.cache.disable()
+        self._disable_caches()
 
     def on_notification(self, payload: str) -> None:
         kind, _, raw_id = payload.partition(":")
@@ -90,11 +96,13 @@ class KeyChangeListener:
                 outage_logged = False
             pause = 0.1
             self.cache.enable()
+            if self.contexts is not None:
+                self.contexts.enable()
             self.connected.set()
             try:
                 await self._watch(lost)
             finally:
-                self.cache.disable()
+                self._disable_caches()
                 self.connected.clear()
                 await self._close()
             log.warning("key cache off: the listener connection was lost; reconnecting")
@@ -108,6 +116,8 @@ class KeyChangeListener:
         )
         try:
             await conn.add_listener(CHANNEL, self._notified)
+            if self.contexts is not None:
+                await conn.add_listener(CONTEXT_CHANNEL, self._context_changed)
         except BaseException:
             await conn.close()
             raise
@@ -131,6 +141,15 @@ class KeyChangeListener:
 
     def _notified(self, _conn: object, _pid: int, _channel: str, payload: object) -> None:
         self.on_notification(str(payload))
+
+    def _context_changed(self, _conn: object, _pid: int, _channel: str, _payload: object) -> None:
+        if self.contexts is not None:
+            self.contexts.clear()
+
+    def _disable_caches(self) -> None:
+        self.cache.disable()
+        if self.contexts is not None:
+            self.contexts.disable()
 
     async def _close(self) -> None:
         conn, self._conn = self._conn, None

@@ -66,12 +66,22 @@ def command_timeout(settings: Settings) -> float | None:
     return settings.db_statement_timeout_ms / 1000 + COMMAND_TIMEOUT_MARGIN_SECONDS
 
 
+async def keep_session(conn: asyncpg.Connection) -> None:
+    """The pool's reset on release: nothing beyond the rollback of an unfinished
+    transaction that asyncpg always does. The default reset costs a round trip per
+    request (advisory unlock, CLOSE ALL, UNLISTEN, RESET ALL) for state the service never
+    leaves on a pooled connection: its locks and settings are transaction-scoped
+    (pg_advisory_xact_lock, set_config(..., true)), it opens no cursors, and it LISTENs
+    on dedicated connections only. tests/test_pool_session.py keeps the SQL that way."""
+
+
 async def create_pool(settings: Settings, dsn: str) -> asyncpg.Pool:
     pool = await asyncpg.create_pool(
         dsn,
         min_size=settings.db_pool_min_size,
         max_size=settings.db_pool_max_size,
         init=init_connection,
+        reset=keep_session,
         statement_cache_size=1024,
         max_inactive_connection_lifetime=300,
         command_timeout=command_timeout(settings),

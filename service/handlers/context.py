@@ -7,9 +7,7 @@ from aiohttp import web
 from service.http.appkeys import TENANT_CONTEXT
 from service.http.middleware import principal_of
 from service.http.requests import parse_query, path_uuid
-from service.http.responses import json_response
 from service.http.routing import Api
-from service.representations import etag_of
 from service.schemas.config import RevealQuery
 
 api = Api("context")
@@ -36,12 +34,12 @@ def none_match(header: str | None, current: str) -> bool:
 async def get_context(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
     query = parse_query(request, RevealQuery)
-    document = await request.app[TENANT_CONTEXT].resolve(
+    rendered = await request.app[TENANT_CONTEXT].rendered(
         principal_of(request), tenant_id, reveal=query.reveal
     )
-    headers = {"ETag": etag_of(document)}
+    headers = {"ETag": rendered.etag}
     if query.reveal:
         headers["Cache-Control"] = "no-store"  # revealed secrets stay out of caches
     if none_match(request.headers.get("If-None-Match"), headers["ETag"]):
         return web.Response(status=304, headers=headers)
-    return json_response(document, headers=headers)
+    return web.Response(body=rendered.body, headers=headers, content_type="application/json")

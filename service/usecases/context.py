@@ -5,25 +5,42 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
+import orjson
+
 from service.auth.principal import Principal
 from service.repositories.context import ResolvedContext
+from service.representations import etag_of
 from service.usecases.config_values import check_reveal, shown_value
+from service.usecases.context_cache import CachedContext, ContextCache, RenderedContext
 from service.usecases.deps import Deps
 from service.usecases.tenant_access import visible_active
 
 
 class TenantContext:
-    def __init__(self, deps: Deps) -> None:
+    def __init__(self, deps: Deps, cache: ContextCache | None = None) -> None:
         self.deps = deps
         self.context = deps.repos.context
+        self.cache = cache if cache is not None else ContextCache(0)
 
-    async def resolve(
+    async def rendered(
         self, principal: Principal, tenant_id: UUID, *, reveal: bool
-    ) -> dict[str, Any]:
-        """The context document: the spec's fields, sensitive values masked unless revealed."""
+    ) -> RenderedContext:
+        """The context as the API answers it. Masked documents come from the cache when
+        it holds them; the caller's access is checked on every request either way."""
         reveal = check_reveal(principal, reveal)
+        if not reveal:
+            cached = self.cache.get(tenant_id)
+            if cached is not None:
+                visible_active(principal, cached.resolved)
+                return cached.rendered
+        generation = self.cache.generation
         found = await self.deps.db.run(lambda c: self.context.resolve_tenant_context(c, tenant_id))
-        return self._document(visible_active(principal, found), reveal)
+        resolved = visible_active(principal, found)
+        document = self._document(resolved, reveal)
+        rendered = RenderedContext(orjson.dumps(document), etag_of(document))
+        if not reveal:
+            self.cache.put(tenant_id, CachedContext(resolved, rendered), generation)
+        return rendered
 
     def _document(self, ctx: ResolvedContext, reveal: bool) -> dict[str, Any]:
         encryptor = self.deps.keyring.encryptor

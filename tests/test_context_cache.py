@@ -1,0 +1,200 @@
+"""The context cache: repeated reads cost no database work, a client reads its own
+writes at once, a change made by any other process (or by hand in SQL) is seen within a
+second, access is checked on cached answers, revealed values are never cached, and the
+cache is off while nobody listens for changes."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from urllib.parse import urlsplit
+
+import pytest
+
+from service.auth.key_cache import KeyCache
+from service.auth.key_listener import KeyChangeListener
+from service.http.appkeys import CONTEXT_CACHE, REPOSITORIES
+from service.repositories.context import ResolvedContext
+from service.usecases.context_cache import CachedContext, ContextCache, RenderedContext
+from tests.support.access import as_key, create_key
+from tests.support.api import create_tenant
+from tests.support.entries import context, put_config
+from tests.support.tcp_proxy import TcpProxy, postgres_opener
+
+
+@pytest.fixture
+def resolutions(client, monkeypatch) -> list[uuid.UUID]:
+    repo = client.app[REPOSITORIES].context
+    seen: list[uuid.UUID] = []
+    original = repo.resolve_tenant_context
+
+    async def counting(conn, tenant_id):
+        seen.append(tenant_id)
+        return await original(conn, tenant_id)
+
+    monkeypatch.setattr(repo, "resolve_tenant_context", counting)
+    return seen
+
+
+async def until(predicate, within: float = 1.0) -> bool:
+    deadline = time.monotonic() + within
+    while True:
+        if await predicate():
+            return True
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+
+
+def _entry(tenant_id: uuid.UUID) -> CachedContext:
+    resolved = ResolvedContext(tenant_id, f"/{tenant_id}", 0, "SHARED_RLS", "active", [], [])
+    return CachedContext(resolved, RenderedContext(b"{}", '"e"'))
+
+
+async def test_repeated_reads_cost_no_database_work(client, admin, resolutions) -> None:
+    root = await create_tenant(client, admin)
+    child = await create_tenant(client, admin, parent_id=root["id"])
+    await put_config(client, admin, root["id"], "plan", "gold")
+    first = await context(client, admin, child["id"])
+    for _ in range(5):
+        assert await context(client, admin, child["id"]) == first
+    assert len(resolutions) == 1
+    assert first["resolved_config"]["plan"]["value"] == "gold"
+
+
+async def test_a_client_reads_its_own_writes(client, admin, resolutions) -> None:
+    root = await create_tenant(client, admin)
+    child = await create_tenant(client, admin, parent_id=root["id"])
+    await put_config(client, admin, root["id"], "plan", "gold")
+    assert (await context(client, admin, child["id"]))["resolved_config"]["plan"]["value"] == (
+        "gold"
+    )
+    # The write on the parent changes the child's context: the very next read shows it.
+    await put_config(client, admin, root["id"], "plan", "platinum")
+    after = await context(client, admin, child["id"])
+    assert after["resolved_config"]["plan"]["value"] == "platinum"
+    resp = await client.delete(f"/api/v1/tenants/{child['id']}", headers=admin)
+    assert resp.status == 204
+    resp = await client.get(f"/api/v1/tenants/{child['id']}/context", headers=admin)
+    assert resp.status == 410
+    assert (await resp.json())["error"]["code"] == "TENANT_ARCHIVED"
+
+
+async def test_a_change_made_elsewhere_is_seen_within_a_second(client, admin, db_conn) -> None:
+    root = await create_tenant(client, admin)
+    await put_config(client, admin, root["id"], "plan", "gold")
+    await context(client, admin, root["id"])
+    assert client.app[CONTEXT_CACHE].get(uuid.UUID(root["id"])) is not None
+    # Another process (here: a plain SQL session) changes the entry.
+    await db_conn.execute(
+        "UPDATE config_entries SET value = '\"tin\"' WHERE tenant_id = $1 AND key = 'plan'",
+        uuid.UUID(root["id"]),
+    )
+
+    async def changed() -> bool:
+        ctx = await context(client, admin, root["id"])
+        return bool(ctx["resolved_config"]["plan"]["value"] == "tin")
+
+    assert await until(changed)
+
+
+async def test_access_is_checked_on_cached_answers(client, admin) -> None:
+    mine = await create_tenant(client, admin)
+    other = await create_tenant(client, admin)
+    scoped = as_key(await create_key(client, admin, tenant_id=mine["id"]))
+    await context(client, admin, other["id"])  # now cached
+    assert client.app[CONTEXT_CACHE].get(uuid.UUID(other["id"])) is not None
+    resp = await client.get(f"/api/v1/tenants/{other['id']}/context", headers=scoped)
+    assert resp.status == 404
+    assert (await resp.json())["error"]["code"] == "TENANT_NOT_FOUND"
+    assert (await client.get(f"/api/v1/tenants/{mine['id']}/context", headers=scoped)).status == 200
+
+
+async def test_revealed_values_are_never_cached(client, admin, resolutions) -> None:
+    tenant = await create_tenant(client, admin)
+    resp = await client.put(
+        f"/api/v1/tenants/{tenant['id']}/config/api_token",
+        json={"value": "s3cr3t", "sensitive": True},
+        headers=admin,
+    )
+    assert resp.status in (200, 201), await resp.text()
+    for _ in range(2):
+        revealed = await context(client, admin, tenant["id"], reveal=True)
+        assert revealed["resolved_config"]["api_token"]["value"] == "s3cr3t"
+    assert len(resolutions) == 2
+    masked = await context(client, admin, tenant["id"])
+    assert masked["resolved_config"]["api_token"]["value"] == "***"
+    cached = client.app[CONTEXT_CACHE].get(uuid.UUID(tenant["id"]))
+    assert cached is not None
+    assert b"s3cr3t" not in cached.rendered.body
+
+
+def test_a_resolution_overtaken_by_a_change_is_not_cached() -> None:
+    cache = ContextCache()
+    cache.enable()
+    tenant_id = uuid.uuid4()
+    started = cache.generation
+    cache.clear()  # a change was announced while the resolution ran
+    cache.put(tenant_id, _entry(tenant_id), started)
+    assert cache.get(tenant_id) is None
+    cache.put(tenant_id, _entry(tenant_id), cache.generation)
+    assert cache.get(tenant_id) is not None
+
+
+def test_the_cache_keeps_its_most_recent_entries() -> None:
+    cache = ContextCache(max_entries=2)
+    cache.enable()
+    ids = [uuid.uuid4() for _ in range(3)]
+    for tenant_id in ids:
+        cache.put(tenant_id, _entry(tenant_id), cache.generation)
+    assert [cache.get(i) is not None for i in ids] == [False, True, True]
+    off = ContextCache(max_entries=0)
+    off.enable()
+    off.put(ids[0], _entry(ids[0]), off.generation)
+    assert not off.enabled
+    assert off.get(ids[0]) is None
+
+
+async def test_listener_outage_turns_the_context_cache_off(client, db_url, db_conn) -> None:
+    proxy = TcpProxy(opener=postgres_opener(db_url))
+    await proxy.start()
+    database = urlsplit(db_url).path.lstrip("/")
+    contexts = ContextCache()
+    listener = KeyChangeListener(
+        f"postgresql://postgres@127.0.0.1:{proxy.port}/{database}",
+        KeyCache(),
+        client.app[REPOSITORIES].health.ping,
+        contexts,
+    )
+    tenant_id = uuid.uuid4()
+    try:
+        await listener.start()
+        assert contexts.enabled
+        contexts.put(tenant_id, _entry(tenant_id), contexts.generation)
+        await db_conn.execute("SELECT pg_notify('tenant_service_context', 'config_entries')")
+
+        async def gone() -> bool:
+            return contexts.get(tenant_id) is None
+
+        assert await until(gone)
+
+        await proxy.stop()
+
+        async def off() -> bool:
+            return not contexts.enabled
+
+        assert await until(off, within=2.0)
+        contexts.put(tenant_id, _entry(tenant_id), contexts.generation)
+        assert contexts.get(tenant_id) is None
+
+        await proxy.start()
+
+        async def on() -> bool:
+            return contexts.enabled
+
+        assert await until(on, within=6.0)
+    finally:
+        await listener.stop()
+        await proxy.stop()
+    assert not contexts.enabled
