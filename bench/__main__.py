@@ -82,6 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="embedded PostgreSQL data (default .data/bench)",
     )
     run.add_argument("--sql-repeats", type=int, default=20, help="runs per SQL query (20)")
+    run.add_argument(
+        "--only",
+        help="comma-separated steps to run: sql, reads, writes, moves, scale, or read "
+        "endpoints by name (get_tenant, context_depth10, ...); baselines always run",
+    )
     run.add_argument("--skip-sql", action="store_true", help="leave out the SQL comparison")
     run.add_argument(
         "--output-json",
@@ -114,6 +119,7 @@ def _options(args: argparse.Namespace) -> RunOptions:
         ),
         sql_repeats=args.sql_repeats,
         skip_sql=args.skip_sql,
+        only=None if args.only is None else frozenset(args.only.split(",")),
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,10 +56,16 @@ HEAVY = {"descendants_10000": 4}
 
 
 async def measure_reads(
-    base_url: str, headers: dict[str, str], seed: SeedReport, settings: LoadSettings
+    base_url: str,
+    headers: dict[str, str],
+    seed: SeedReport,
+    settings: LoadSettings,
+    only: Collection[str] | None = None,
 ) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for name, targets in read_targets(seed).items():
+        if only is not None and name not in only and "reads" not in only:
+            continue
         connections = HEAVY.get(name, settings.connections)
         await run_load(
             base_url,

@@ -39,6 +39,11 @@ class RunOptions:
     load: LoadSettings
     sql_repeats: int
     skip_sql: bool
+    # Steps or read endpoints to run (None: all); for before/after runs of one change.
+    only: frozenset[str] | None = None
+
+    def wants(self, step: str) -> bool:
+        return self.only is None or step in self.only
 
 
 @dataclass(frozen=True)
@@ -131,7 +136,7 @@ async def run_suite(options: RunOptions, server: PostgresServer) -> dict[str, An
         main = await prepare(server, "bench_main", options.tenants, work_dir, options.pool_size)
         small = await prepare(server, "bench_small", SMALL_SCALE, work_dir, options.pool_size)
         result["seed"] = {"main": main.seed.to_json(), "small": small.seed.to_json()}
-        if not options.skip_sql:
+        if not options.skip_sql and options.wants("sql"):
             say("SQL comparison: closure table, recursive CTE, ltree")
             result["sql"] = await _sql_comparison(main.dsn, options.sql_repeats)
         say("baselines")
@@ -163,13 +168,21 @@ async def _service_runs(
     await service.start()
     try:
         say("reads under load")
-        reads = await measure_reads(service.base_url, prepared.headers, prepared.seed, options.load)
-        say("writes")
-        writes = await measure_writes(
-            service.base_url, prepared.headers, prepared.seed, options.load
+        reads = await measure_reads(
+            service.base_url, prepared.headers, prepared.seed, options.load, options.only
         )
-        say("moves")
-        moves = await measure_moves(service.base_url, prepared.headers, prepared.seed, options.load)
+        writes: dict[str, Any] = {}
+        moves: dict[str, Any] = {}
+        if options.wants("writes"):
+            say("writes")
+            writes = await measure_writes(
+                service.base_url, prepared.headers, prepared.seed, options.load
+            )
+        if options.wants("moves"):
+            say("moves")
+            moves = await measure_moves(
+                service.base_url, prepared.headers, prepared.seed, options.load
+            )
     finally:
         await service.stop()
     return reads, writes, moves
