@@ -34,7 +34,7 @@ from service.handlers import (
     webhooks,
 )
 from service.http import appkeys as keys
-from service.http.freshness import forget_contexts_after_writes
+from service.http.freshness import forget_reads_after_writes
 from service.http.idempotency import idempotency
 from service.http.middleware import authenticate, request_context
 from service.http.openapi import DocumentCache
@@ -49,12 +49,12 @@ from service.usecases.audit_queries import AuditQueries
 from service.usecases.config_entries import ConfigEntries
 from service.usecases.consents import Consents
 from service.usecases.context import TenantContext
-from service.usecases.context_cache import ContextCache
 from service.usecases.delivery_admin import DeliveryAdmin
 from service.usecases.deps import Deps
 from service.usecases.encryption_keys import EncryptionKeyRotation
 from service.usecases.idempotency import IdempotentAnswers
 from service.usecases.permissions import PermissionPolicies
+from service.usecases.read_cache import ReadCache
 from service.usecases.recording import ChangeRecorder
 from service.usecases.region_migration import RegionMigrations
 from service.usecases.retention import Retention
@@ -104,8 +104,8 @@ def create_app(
         raise ValueError("create_app needs settings.database_url (the CLI starts one if unset)")
     app = web.Application(
         client_max_size=settings.max_body_bytes,
-        # forget_contexts_after_writes wraps idempotency: it runs after held commits.
-        middlewares=[request_context, forget_contexts_after_writes, authenticate, idempotency],
+        # forget_reads_after_writes wraps idempotency: it runs after held commits.
+        middlewares=[request_context, forget_reads_after_writes, authenticate, idempotency],
     )
     queries = Queries.load()
     repos = Repositories.build(queries)
@@ -123,23 +123,23 @@ def create_app(
     app[keys.KEYRING] = keyring
     app[keys.DEPS] = deps
     limiter = RateLimiter(settings)
-    contexts = ContextCache(settings.context_cache_size)
-    app[keys.CONTEXT_CACHE] = contexts
+    reads = ReadCache(settings.read_cache_size)
+    app[keys.READ_CACHE] = reads
     authenticator = Authenticator(
-        settings, database, repos.api_keys, limiter, repos.health.ping, contexts
+        settings, database, repos.api_keys, limiter, repos.health.ping, reads
     )
     app[keys.RATE_LIMITER] = limiter
     app[keys.AUTHENTICATOR] = authenticator
     app[keys.API_KEY_COMMANDS] = ApiKeyCommands(deps, authenticator.cache)
     app[keys.API_KEY_QUERIES] = ApiKeyQueries(deps)
     app[keys.ROLE_MANAGEMENT] = RoleManagement(deps, authenticator.cache)
-    app[keys.TENANT_QUERIES] = TenantQueries(deps)
+    app[keys.TENANT_QUERIES] = TenantQueries(deps, reads)
     app[keys.TENANT_CREATION] = TenantCreation(deps)
     app[keys.TENANT_CHANGES] = TenantChanges(deps)
     app[keys.TENANT_MOVES] = TenantMoves(deps)
     app[keys.CONFIG_ENTRIES] = ConfigEntries(deps)
     app[keys.PERMISSION_POLICIES] = PermissionPolicies(deps)
-    app[keys.TENANT_CONTEXT] = TenantContext(deps, contexts)
+    app[keys.TENANT_CONTEXT] = TenantContext(deps, reads)
     app[keys.ENCRYPTION_KEY_ROTATION] = EncryptionKeyRotation(deps)
     app[keys.WEBHOOK_RUNTIME] = webhook_runtime
     app[keys.WEBHOOK_CHANGES] = WebhookChanges(deps, webhook_runtime.sender.guard)

@@ -68,8 +68,9 @@ class Settings:
     archived_tenant_retention_days: int = 0
     db_pool_min_size: int = 2
     db_pool_max_size: int = 10
-    # Rendered contexts kept per process (service/usecases/context_cache.py); 0 turns it off.
-    context_cache_size: int = 10_000
+    # Rendered tenants and contexts kept per process (service/usecases/read_cache.py);
+    # 0 turns the cache off.
+    read_cache_size: int = 20_000
     db_acquire_timeout_seconds: float = 5.0
     db_statement_timeout_ms: int = 30_000
     log_level: str = "info"
@@ -140,7 +141,7 @@ class Settings:
             ),
             db_pool_min_size=reader.integer("DB_POOL_MIN_SIZE", 2, 0, 1000),
             db_pool_max_size=reader.integer("DB_POOL_MAX_SIZE", 10, 1, 1000),
-            context_cache_size=reader.integer("CONTEXT_CACHE_SIZE", 10_000, 0, 10_000_000),
+            read_cache_size=reader.integer("READ_CACHE_SIZE", 20_000, 0, 10_000_000),
             db_acquire_timeout_seconds=reader.number("DB_ACQUIRE_TIMEOUT_SECONDS", 5.0, 0.1, 300),
             db_statement_timeout_ms=reader.integer("DB_STATEMENT_TIMEOUT_MS", 30_000, 0, 3_600_000),
             shutdown_timeout_seconds=reader.number("SHUTDOWN_TIMEOUT_SECONDS", 30.0, 0.0, 3600),

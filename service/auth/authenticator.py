@@ -30,7 +30,7 @@ from service.errors import ServiceError
 from service.ratelimit.buckets import Decision
 from service.ratelimit.limiter import RateLimiter
 from service.repositories.api_keys import ApiKeysRepository, KeyCredentials
-from service.usecases.context_cache import ContextCache
+from service.usecases.read_cache import ReadCache
 
 _CHALLENGE = 'Bearer realm="tenant-service", ApiKey realm="tenant-service"'
 
@@ -102,10 +102,10 @@ class Authenticator:
         keys: ApiKeysRepository,
         limiter: RateLimiter,
         ping: Callable[[asyncpg.Connection], Awaitable[object]],
-        contexts: ContextCache | None = None,
+        reads: ReadCache | None = None,
     ) -> None:
         self.settings = settings
-        self.contexts = contexts
+        self.reads = reads
         self.db = db
         self.keys = keys
         self.limiter = limiter
@@ -116,7 +116,7 @@ class Authenticator:
 
     async def start(self, dsn: str) -> None:
         self.usage.start()
-        self.listener = KeyChangeListener(dsn, self.cache, self.ping, self.contexts)
+        self.listener = KeyChangeListener(dsn, self.cache, self.ping, self.reads)
         await self.listener.start()
 
     async def stop(self) -> None:

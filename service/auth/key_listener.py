@@ -1,7 +1,7 @@
 """The dedicated connection that LISTENs for key and role changes (migration 0006's
 triggers) and drops cached lookups, so a change made by any process reaches every
 process within a second. The same connection listens for context changes (migration
-0011's triggers) and empties the context cache (service/usecases/context_cache.py).
+0011's triggers) and empties the context cache (service/usecases/read_cache.py).
 
 The connection is watched: a termination callback notices a closed socket at once and
 a ping every few seconds notices a silent one. While it is down the key cache is off
@@ -19,11 +19,11 @@ import asyncpg
 
 from service.auth.key_cache import KeyCache
 from service.logs import get_logger
-from service.usecases.context_cache import ContextCache
+from service.usecases.read_cache import ReadCache
 
 log = get_logger("service.auth.listener")
 CHANNEL = "tenant_service_api_keys"
-CONTEXT_CHANNEL = "tenant_service_context"
+TENANT_DATA_CHANNEL = "tenant_service_tenant_data"
 PING_SECONDS = 5.0
 PING_TIMEOUT_SECONDS = 2.0
 CONNECT_TIMEOUT_SECONDS = 5.0
@@ -34,11 +34,11 @@ Ping = Callable[[asyncpg.Connection], Awaitable[object]]
 
 class KeyChangeListener:
     def __init__(
-        self, dsn: str, cache: KeyCache, ping: Ping, contexts: ContextCache | None = None
+        self, dsn: str, cache: KeyCache, ping: Ping, reads: ReadCache | None = None
     ) -> None:
         self.dsn = dsn
         self.cache = cache
-        self.contexts = contexts
+        self.reads = reads
         self.ping = ping
         self.connected = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -96,8 +96,8 @@ class KeyChangeListener:
                 outage_logged = False
             pause = 0.1
             self.cache.enable()
-            if self.contexts is not None:
-                self.contexts.enable()
+            if self.reads is not None:
+                self.reads.enable()
             self.connected.set()
             try:
                 await self._watch(lost)
@@ -116,8 +116,8 @@ class KeyChangeListener:
         )
         try:
             await conn.add_listener(CHANNEL, self._notified)
-            if self.contexts is not None:
-                await conn.add_listener(CONTEXT_CHANNEL, self._context_changed)
+            if self.reads is not None:
+                await conn.add_listener(TENANT_DATA_CHANNEL, self._data_changed)
         except BaseException:
             await conn.close()
             raise
@@ -142,14 +142,14 @@ class KeyChangeListener:
     def _notified(self, _conn: object, _pid: int, _channel: str, payload: object) -> None:
         self.on_notification(str(payload))
 
-    def _context_changed(self, _conn: object, _pid: int, _channel: str, _payload: object) -> None:
-        if self.contexts is not None:
-            self.contexts.clear()
+    def _data_changed(self, _conn: object, _pid: int, _channel: str, _payload: object) -> None:
+        if self.reads is not None:
+            self.reads.clear()
 
     def _disable_caches(self) -> None:
         self.cache.disable()
-        if self.contexts is not None:
-            self.contexts.disable()
+        if self.reads is not None:
+            self.reads.disable()
 
     async def _close(self) -> None:
         conn, self._conn = self._conn, None

@@ -105,10 +105,12 @@ async def create_tenants_batch(request: web.Request) -> web.Response:
 async def get_tenant(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
     query = parse_query(request, GetTenantQuery)
-    tenant = await request.app[TENANT_QUERIES].get(
+    rendered = await request.app[TENANT_QUERIES].rendered(
         principal_of(request), tenant_id, include_archived=query.include_archived
     )
-    return json_response(tenant_json(tenant), headers={"ETag": tenant_etag(tenant)})
+    return web.Response(
+        body=rendered.body, headers={"ETag": rendered.etag}, content_type="application/json"
+    )
 
 
 @api.route(

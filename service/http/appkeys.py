@@ -23,12 +23,12 @@ from service.usecases.audit_queries import AuditQueries
 from service.usecases.config_entries import ConfigEntries
 from service.usecases.consents import Consents
 from service.usecases.context import TenantContext
-from service.usecases.context_cache import ContextCache
 from service.usecases.delivery_admin import DeliveryAdmin
 from service.usecases.deps import Deps
 from service.usecases.encryption_keys import EncryptionKeyRotation
 from service.usecases.idempotency import IdempotentAnswers
 from service.usecases.permissions import PermissionPolicies
+from service.usecases.read_cache import ReadCache
 from service.usecases.region_migration import RegionMigrations
 from service.usecases.retention import Retention
 from service.usecases.role_management import RoleManagement
@@ -62,7 +62,7 @@ WEBHOOK_TESTING = web.AppKey("webhook_testing", WebhookTesting)
 DELIVERY_ADMIN = web.AppKey("delivery_admin", DeliveryAdmin)
 CONFIG_ENTRIES = web.AppKey("config_entries", ConfigEntries)
 PERMISSION_POLICIES = web.AppKey("permission_policies", PermissionPolicies)
-CONTEXT_CACHE = web.AppKey("context_cache", ContextCache)
+READ_CACHE = web.AppKey("read_cache", ReadCache)
 TENANT_CONTEXT = web.AppKey("tenant_context", TenantContext)
 ENCRYPTION_KEY_ROTATION = web.AppKey("encryption_key_rotation", EncryptionKeyRotation)
 RATE_LIMITER = web.AppKey("rate_limiter", RateLimiter)

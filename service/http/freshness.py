@@ -1,26 +1,24 @@
 """Read-your-writes for the context cache: a request that may have changed data empties
 this process's cache before its answer leaves, so the client's next read of a context
 sees the change without waiting for the database's announcement
-(service/usecases/context_cache.py). Outermost of the data middlewares, so it runs
+(service/usecases/read_cache.py). Outermost of the data middlewares, so it runs
 after an Idempotency-Key request's held transaction is committed."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
-from service.http.appkeys import CONTEXT_CACHE
+from service.http.appkeys import READ_CACHE
 from service.http.routing import Handler
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 @web.middleware
-async def forget_contexts_after_writes(
-    request: web.Request, handler: Handler
-) -> web.StreamResponse:
+async def forget_reads_after_writes(request: web.Request, handler: Handler) -> web.StreamResponse:
     if request.method in SAFE_METHODS:
         return await handler(request)
     try:
         return await handler(request)
     finally:
-        request.app[CONTEXT_CACHE].clear()
+        request.app[READ_CACHE].clear()

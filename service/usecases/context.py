@@ -11,35 +11,33 @@ from service.auth.principal import Principal
 from service.repositories.context import ResolvedContext
 from service.representations import etag_of
 from service.usecases.config_values import check_reveal, shown_value
-from service.usecases.context_cache import CachedContext, ContextCache, RenderedContext
 from service.usecases.deps import Deps
+from service.usecases.read_cache import CachedRead, ReadCache, Rendered
 from service.usecases.tenant_access import visible_active
 
 
 class TenantContext:
-    def __init__(self, deps: Deps, cache: ContextCache | None = None) -> None:
+    def __init__(self, deps: Deps, cache: ReadCache | None = None) -> None:
         self.deps = deps
         self.context = deps.repos.context
-        self.cache = cache if cache is not None else ContextCache(0)
+        self.cache = cache if cache is not None else ReadCache(0)
 
-    async def rendered(
-        self, principal: Principal, tenant_id: UUID, *, reveal: bool
-    ) -> RenderedContext:
+    async def rendered(self, principal: Principal, tenant_id: UUID, *, reveal: bool) -> Rendered:
         """The context as the API answers it. Masked documents come from the cache when
         it holds them; the caller's access is checked on every request either way."""
         reveal = check_reveal(principal, reveal)
         if not reveal:
-            cached = self.cache.get(tenant_id)
+            cached = self.cache.get("context", tenant_id)
             if cached is not None:
-                visible_active(principal, cached.resolved)
+                visible_active(principal, cached.node)
                 return cached.rendered
         generation = self.cache.generation
         found = await self.deps.db.run(lambda c: self.context.resolve_tenant_context(c, tenant_id))
         resolved = visible_active(principal, found)
         document = self._document(resolved, reveal)
-        rendered = RenderedContext(orjson.dumps(document), etag_of(document))
+        rendered = Rendered(orjson.dumps(document), etag_of(document))
         if not reveal:
-            self.cache.put(tenant_id, CachedContext(resolved, rendered), generation)
+            self.cache.put("context", tenant_id, CachedRead(resolved, rendered), generation)
         return rendered
 
     def _document(self, ctx: ResolvedContext, reveal: bool) -> dict[str, Any]:

@@ -6,11 +6,14 @@ from dataclasses import dataclass, replace
 from uuid import UUID
 
 import asyncpg
+import orjson
 
 from service.auth.principal import Principal
 from service.repositories.tenants import Tenant
+from service.representations import etag_of, tenant_json
 from service.schemas.tenants import ChildrenQuery, DescendantsQuery, ListTenantsQuery
 from service.usecases.deps import Deps
+from service.usecases.read_cache import CachedRead, ReadCache, Rendered
 from service.usecases.tenant_access import active, visible, visible_active
 
 
@@ -55,15 +58,29 @@ def _single(principal: Principal, query: ListTenantsQuery, found: Tenant | None)
 
 
 class TenantQueries:
-    def __init__(self, deps: Deps) -> None:
+    def __init__(self, deps: Deps, cache: ReadCache | None = None) -> None:
         self.db = deps.db
         self.tenants = deps.repos.tenants
+        self.cache = cache if cache is not None else ReadCache(0)
 
-    async def get(self, principal: Principal, tenant_id: UUID, *, include_archived: bool) -> Tenant:
-        tenant = visible(
-            principal, await self.db.run(lambda c: self.tenants.get_tenant(c, tenant_id))
-        )
-        return tenant if include_archived else active(tenant)
+    async def rendered(
+        self, principal: Principal, tenant_id: UUID, *, include_archived: bool
+    ) -> Rendered:
+        """A tenant as the API answers it, from the read cache when it holds it; the
+        caller's access is checked on every request either way."""
+        cached = self.cache.get("tenant", tenant_id)
+        if cached is None:
+            generation = self.cache.generation
+            tenant = visible(
+                principal, await self.db.run(lambda c: self.tenants.get_tenant(c, tenant_id))
+            )
+            document = tenant_json(tenant)
+            cached = CachedRead(tenant, Rendered(orjson.dumps(document), etag_of(document)))
+            self.cache.put("tenant", tenant_id, cached, generation)
+        node = visible(principal, cached.node)
+        if not include_archived:
+            active(node)
+        return cached.rendered
 
     async def list_page(self, principal: Principal, query: ListTenantsQuery) -> Page:
         async with self.db.connection() as conn:

@@ -1,7 +1,7 @@
-"""The context cache: repeated reads cost no database work, a client reads its own
-writes at once, a change made by any other process (or by hand in SQL) is seen within a
-second, access is checked on cached answers, revealed values are never cached, and the
-cache is off while nobody listens for changes."""
+"""The read cache of tenants and contexts: repeated reads cost no database work, a
+client reads its own writes at once, a change made by any other process (or by hand in
+SQL) is seen within a second, access is checked on cached answers, revealed values are
+never cached, and the cache is off while nobody listens for changes."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import pytest
 
 from service.auth.key_cache import KeyCache
 from service.auth.key_listener import KeyChangeListener
-from service.http.appkeys import CONTEXT_CACHE, REPOSITORIES
+from service.http.appkeys import READ_CACHE, REPOSITORIES
 from service.repositories.context import ResolvedContext
-from service.usecases.context_cache import CachedContext, ContextCache, RenderedContext
+from service.usecases.read_cache import CachedRead, ReadCache, Rendered
 from tests.support.access import as_key, create_key
 from tests.support.api import create_tenant
 from tests.support.entries import context, put_config
@@ -47,9 +47,9 @@ async def until(predicate, within: float = 1.0) -> bool:
         await asyncio.sleep(0.02)
 
 
-def _entry(tenant_id: uuid.UUID) -> CachedContext:
+def _entry(tenant_id: uuid.UUID) -> CachedRead:
     resolved = ResolvedContext(tenant_id, f"/{tenant_id}", 0, "SHARED_RLS", "active", [], [])
-    return CachedContext(resolved, RenderedContext(b"{}", '"e"'))
+    return CachedRead(resolved, Rendered(b"{}", '"e"'))
 
 
 async def test_repeated_reads_cost_no_database_work(client, admin, resolutions) -> None:
@@ -85,7 +85,7 @@ async def test_a_change_made_elsewhere_is_seen_within_a_second(client, admin, db
     root = await create_tenant(client, admin)
     await put_config(client, admin, root["id"], "plan", "gold")
     await context(client, admin, root["id"])
-    assert client.app[CONTEXT_CACHE].get(uuid.UUID(root["id"])) is not None
+    assert client.app[READ_CACHE].get("context", uuid.UUID(root["id"])) is not None
     # Another process (here: a plain SQL session) changes the entry.
     await db_conn.execute(
         "UPDATE config_entries SET value = '\"tin\"' WHERE tenant_id = $1 AND key = 'plan'",
@@ -104,7 +104,7 @@ async def test_access_is_checked_on_cached_answers(client, admin) -> None:
     other = await create_tenant(client, admin)
     scoped = as_key(await create_key(client, admin, tenant_id=mine["id"]))
     await context(client, admin, other["id"])  # now cached
-    assert client.app[CONTEXT_CACHE].get(uuid.UUID(other["id"])) is not None
+    assert client.app[READ_CACHE].get("context", uuid.UUID(other["id"])) is not None
     resp = await client.get(f"/api/v1/tenants/{other['id']}/context", headers=scoped)
     assert resp.status == 404
     assert (await resp.json())["error"]["code"] == "TENANT_NOT_FOUND"
@@ -125,42 +125,42 @@ async def test_revealed_values_are_never_cached(client, admin, resolutions) -> N
     assert len(resolutions) == 2
     masked = await context(client, admin, tenant["id"])
     assert masked["resolved_config"]["api_token"]["value"] == "***"
-    cached = client.app[CONTEXT_CACHE].get(uuid.UUID(tenant["id"]))
+    cached = client.app[READ_CACHE].get("context", uuid.UUID(tenant["id"]))
     assert cached is not None
     assert b"s3cr3t" not in cached.rendered.body
 
 
 def test_a_resolution_overtaken_by_a_change_is_not_cached() -> None:
-    cache = ContextCache()
+    cache = ReadCache()
     cache.enable()
     tenant_id = uuid.uuid4()
     started = cache.generation
     cache.clear()  # a change was announced while the resolution ran
-    cache.put(tenant_id, _entry(tenant_id), started)
-    assert cache.get(tenant_id) is None
-    cache.put(tenant_id, _entry(tenant_id), cache.generation)
-    assert cache.get(tenant_id) is not None
+    cache.put("context", tenant_id, _entry(tenant_id), started)
+    assert cache.get("context", tenant_id) is None
+    cache.put("context", tenant_id, _entry(tenant_id), cache.generation)
+    assert cache.get("context", tenant_id) is not None
 
 
 def test_the_cache_keeps_its_most_recent_entries() -> None:
-    cache = ContextCache(max_entries=2)
+    cache = ReadCache(max_entries=2)
     cache.enable()
     ids = [uuid.uuid4() for _ in range(3)]
     for tenant_id in ids:
-        cache.put(tenant_id, _entry(tenant_id), cache.generation)
-    assert [cache.get(i) is not None for i in ids] == [False, True, True]
-    off = ContextCache(max_entries=0)
+        cache.put("context", tenant_id, _entry(tenant_id), cache.generation)
+    assert [cache.get("context", i) is not None for i in ids] == [False, True, True]
+    off = ReadCache(max_entries=0)
     off.enable()
-    off.put(ids[0], _entry(ids[0]), off.generation)
+    off.put("context", ids[0], _entry(ids[0]), off.generation)
     assert not off.enabled
-    assert off.get(ids[0]) is None
+    assert off.get("context", ids[0]) is None
 
 
-async def test_listener_outage_turns_the_context_cache_off(client, db_url, db_conn) -> None:
+async def test_listener_outage_turns_the_read_cache_off(client, db_url, db_conn) -> None:
     proxy = TcpProxy(opener=postgres_opener(db_url))
     await proxy.start()
     database = urlsplit(db_url).path.lstrip("/")
-    contexts = ContextCache()
+    contexts = ReadCache()
     listener = KeyChangeListener(
         f"postgresql://postgres@127.0.0.1:{proxy.port}/{database}",
         KeyCache(),
@@ -171,11 +171,11 @@ async def test_listener_outage_turns_the_context_cache_off(client, db_url, db_co
     try:
         await listener.start()
         assert contexts.enabled
-        contexts.put(tenant_id, _entry(tenant_id), contexts.generation)
-        await db_conn.execute("SELECT pg_notify('tenant_service_context', 'config_entries')")
+        contexts.put("context", tenant_id, _entry(tenant_id), contexts.generation)
+        await db_conn.execute("SELECT pg_notify('tenant_service_tenant_data', 'config_entries')")
 
         async def gone() -> bool:
-            return contexts.get(tenant_id) is None
+            return contexts.get("context", tenant_id) is None
 
         assert await until(gone)
 
@@ -185,8 +185,8 @@ async def test_listener_outage_turns_the_context_cache_off(client, db_url, db_co
             return not contexts.enabled
 
         assert await until(off, within=2.0)
-        contexts.put(tenant_id, _entry(tenant_id), contexts.generation)
-        assert contexts.get(tenant_id) is None
+        contexts.put("context", tenant_id, _entry(tenant_id), contexts.generation)
+        assert contexts.get("context", tenant_id) is None
 
         await proxy.start()
 
@@ -198,3 +198,53 @@ async def test_listener_outage_turns_the_context_cache_off(client, db_url, db_co
         await listener.stop()
         await proxy.stop()
     assert not contexts.enabled
+
+
+@pytest.fixture
+def tenant_reads(client, monkeypatch) -> list[uuid.UUID]:
+    repo = client.app[REPOSITORIES].tenants
+    seen: list[uuid.UUID] = []
+    original = repo.get_tenant
+
+    async def counting(conn, tenant_id):
+        seen.append(tenant_id)
+        return await original(conn, tenant_id)
+
+    monkeypatch.setattr(repo, "get_tenant", counting)
+    return seen
+
+
+async def test_tenant_reads_are_cached_and_fresh(client, admin, tenant_reads) -> None:
+    tenant = await create_tenant(client, admin, name="Before")
+    path = f"/api/v1/tenants/{tenant['id']}"
+    first = await client.get(path, headers=admin)
+    body, etag = await first.json(), first.headers["ETag"]
+    for _ in range(3):
+        again = await client.get(path, headers=admin)
+        assert (await again.json(), again.headers["ETag"]) == (body, etag)
+    assert len(tenant_reads) == 1
+    assert body == tenant  # the cached document is the one the create answered
+
+    resp = await client.patch(path, json={"name": "After"}, headers={**admin, "If-Match": etag})
+    assert resp.status == 200
+    patched = await resp.json()
+    after = await client.get(path, headers=admin)
+    assert await after.json() == patched
+    assert after.headers["ETag"] == resp.headers["ETag"] != etag
+
+    assert (await client.delete(path, headers=admin)).status == 204
+    gone = await client.get(path, headers=admin)
+    assert gone.status == 410
+    archived = await client.get(f"{path}?include_archived=true", headers=admin)
+    assert (await archived.json())["status"] == "archived"
+
+
+async def test_tenant_access_is_checked_on_cached_answers(client, admin) -> None:
+    mine = await create_tenant(client, admin)
+    other = await create_tenant(client, admin)
+    scoped = as_key(await create_key(client, admin, tenant_id=mine["id"]))
+    assert (await client.get(f"/api/v1/tenants/{other['id']}", headers=admin)).status == 200
+    assert client.app[READ_CACHE].get("tenant", uuid.UUID(other["id"])) is not None
+    resp = await client.get(f"/api/v1/tenants/{other['id']}", headers=scoped)
+    assert resp.status == 404
+    assert (await resp.json())["error"]["code"] == "TENANT_NOT_FOUND"
