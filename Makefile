@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test lint typecheck unit migrate bench bench-full clean
+.PHONY: install run test lint typecheck unit migrate bench bench-full bench-tools clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -36,11 +36,18 @@ unit: install
 
 test: lint typecheck unit
 
-bench: install
-	$(BIN)/python -m bench run --quick
+# The benchmarks load the service with wrk when it is installed (Debian's package; tried
+# here when apt-get is at hand and we are root), else with the slower Python generator.
+bench-tools:
+	@command -v wrk >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& DEBIAN_FRONTEND=noninteractive timeout 180 apt-get install -y -qq wrk >/dev/null 2>&1; } \
+		|| echo "wrk is not installed: the Python load generator will be used (lower ceilings)"
 
-bench-full: install
-	$(BIN)/python -m bench run --full
+bench: install bench-tools
+	$(BIN)/python -m bench run --quick $(BENCH_ARGS)
+
+bench-full: install bench-tools
+	$(BIN)/python -m bench run --full $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

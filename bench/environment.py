@@ -66,7 +66,9 @@ class PostgresServer(AbstractContextManager["PostgresServer"]):
         conn = await asyncpg.connect(self.admin_dsn)
         try:
             # Identifiers cannot be bound as parameters; the query quotes the name.
-            drop, create = await conn.fetchrow(queries.sql("database_ddl"), name)
+            ddl = await conn.fetchrow(queries.sql("database_ddl"), name)
+            assert ddl is not None
+            drop, create = ddl["drop_ddl"], ddl["create_ddl"]
             await conn.execute(drop)
             await conn.execute(create)
         finally:

@@ -27,6 +27,8 @@ from bench.shapes import SeedPlan
 from bench.targets import evaluate_targets
 
 SMALL_SCALE = 10_000
+# Reads the service answers from its read cache (service/usecases/read_cache.py).
+CACHED_READS = frozenset({"get_tenant", "context_depth1", "context_depth5", "context_depth10"})
 
 
 @dataclass(frozen=True)
@@ -185,15 +187,37 @@ async def _service_runs(
             )
     finally:
         await service.stop()
+    if options.wants("uncached"):
+        say("cached reads again with the read cache off")
+        reads |= await _uncached_reads(prepared, options)
     return reads, writes, moves
+
+
+async def _uncached_reads(prepared: Prepared, options: RunOptions) -> dict[str, Any]:
+    """The cached endpoints measured on a service whose read cache is off: what a
+    request costs when the cache misses (a cold process, a tenant seen for the first
+    time, the moment after a change)."""
+    service = ServiceProcess(uncached(prepared.env), free_port())
+    await service.start()
+    try:
+        figures = await measure_reads(
+            service.base_url, prepared.headers, prepared.seed, options.load, CACHED_READS
+        )
+    finally:
+        await service.stop()
+    return {f"{name}_uncached": value for name, value in figures.items()}
+
+
+def uncached(env: dict[str, str]) -> dict[str, str]:
+    return {**env, "READ_CACHE_SIZE": "0"}
 
 
 async def _scale_comparison(main: Prepared, small: Prepared, options: RunOptions) -> dict[str, Any]:
     """End-to-end latency of context and ancestors at depth 10, the same requests on
     both databases, one service at a time."""
-    figures: dict[str, Any] = {}
+    figures: dict[str, Any] = {"read_cache": "off (the database path is what scales)"}
     for label, prepared in (("small", small), ("main", main)):
-        service = ServiceProcess(prepared.env, free_port())
+        service = ServiceProcess(uncached(prepared.env), free_port())
         await service.start()
         try:
             targets = read_targets(prepared.seed)

@@ -90,6 +90,7 @@ async def seed_database(dsn: str, plan: SeedPlan, *, region: str = "default") ->
         await conn.execute(queries.sql("vacuum_seeded_tables"))
         indexed = time.perf_counter()
         counts = await conn.fetchrow(queries.sql("count_seeded_rows"))
+        assert counts is not None
     finally:
         await conn.close()
     return SeedReport(

@@ -1,0 +1,64 @@
+"""The benchmark's seeding (bench/seed.py) writes a forest the service itself would
+have written: tree invariants hold, every constraint and index of the migrations is back
+after the bulk load, locked entries are never overridden below, and the same seed gives
+the same forest. The benchmarks themselves are never part of the test run."""
+
+from __future__ import annotations
+
+import asyncpg
+
+from bench.seed import seed_database
+from bench.shapes import SeedPlan, build_forest
+from tests.support.invariants import tree_problems
+
+SCHEMA = """
+SELECT 'constraint ' || conname || ' ' || pg_get_constraintdef(oid) FROM pg_constraint
+WHERE conrelid IN ('tenants'::regclass, 'tenant_closure'::regclass,
+                   'config_entries'::regclass, 'permission_policies'::regclass)
+   OR confrelid = 'tenants'::regclass
+UNION ALL
+SELECT 'index ' || pg_get_indexdef(indexrelid) FROM pg_index
+WHERE indrelid IN ('tenants'::regclass, 'tenant_closure'::regclass,
+                   'config_entries'::regclass, 'permission_policies'::regclass)
+ORDER BY 1
+"""
+
+LOCK_OVERRIDDEN = """
+SELECT count(*) FROM config_entries below
+JOIN tenant_closure c ON c.descendant_id = below.tenant_id AND c.depth > 0
+JOIN config_entries above ON above.tenant_id = c.ancestor_id AND above.key = below.key
+WHERE above.locked
+"""
+
+
+async def test_seeded_forest_is_one_the_service_could_have_written(fresh_db_url) -> None:
+    conn = await asyncpg.connect(fresh_db_url)
+    try:
+        schema_before = [r[0] for r in await conn.fetch(SCHEMA)]
+        report = await seed_database(fresh_db_url, SeedPlan.for_total(3_000))
+        assert [r[0] for r in await conn.fetch(SCHEMA)] == schema_before
+        assert await tree_problems(conn) == []
+        assert report.tenants == await conn.fetchval("SELECT count(*) FROM tenants")
+        assert report.tenants >= 3_000
+        assert await conn.fetchval(LOCK_OVERRIDDEN) == 0
+        assert await conn.fetchval("SELECT max(depth) FROM tenants") == 31
+        ctx = report.landmarks["context_d10"]
+        assert report.depths["context_d10"] == 10
+        per_level = await conn.fetch(
+            "SELECT c.depth, count(*) FROM tenant_closure c "
+            "JOIN config_entries e ON e.tenant_id = c.ancestor_id "
+            "WHERE c.descendant_id = $1::uuid GROUP BY c.depth ORDER BY c.depth",
+            ctx,
+        )
+        assert [tuple(r) for r in per_level] == [(d, 20) for d in range(11)]
+    finally:
+        await conn.close()
+
+
+def test_the_same_seed_gives_the_same_forest() -> None:
+    plan = SeedPlan.for_total(2_000)
+    first, second = build_forest(plan), build_forest(plan)
+    assert first.ids == second.ids
+    assert first.parents == second.parents
+    assert first.config == second.config
+    assert build_forest(SeedPlan.for_total(2_000, seed=7)).ids != first.ids
