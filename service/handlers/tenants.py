@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 import msgspec
 from aiohttp import web
@@ -10,7 +11,7 @@ from aiohttp import web
 from service.http.appkeys import TENANT_CHANGES, TENANT_CREATION, TENANT_MOVES, TENANT_QUERIES
 from service.http.middleware import actor_of, principal_of
 from service.http.requests import field_error, parse_query, path_uuid, read_body
-from service.http.responses import json_response
+from service.http.responses import json_response, raw_json_response
 from service.http.routing import Api
 from service.representations import opt_str, tenant_etag, tenant_json
 from service.schemas.tenants import (
@@ -44,6 +45,10 @@ def _page_body(page: Page) -> dict[str, Any]:
         "next_cursor": opt_str(page.next_cursor),
         "has_more": page.has_more,
     }
+
+
+def _next_cursor_header(cursor: UUID | None) -> dict[str, str]:
+    return {} if cursor is None else {"X-Next-Cursor": str(cursor)}
 
 
 @api.route(
@@ -182,8 +187,8 @@ async def move_tenant(request: web.Request) -> web.Response:
     response="TenantList", errors=TENANT_ERRORS,
 )  # fmt: skip
 async def list_ancestors(request: web.Request) -> web.Response:
-    tenants = await request.app[TENANT_QUERIES].ancestors(principal_of(request), path_uuid(request))
-    return json_response([tenant_json(t) for t in tenants])
+    found = await request.app[TENANT_QUERIES].ancestors(principal_of(request), path_uuid(request))
+    return raw_json_response(found.text)
 
 
 @api.route(
@@ -193,8 +198,8 @@ async def list_ancestors(request: web.Request) -> web.Response:
 async def list_descendants(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
     query = parse_query(request, DescendantsQuery)
-    tenants = await request.app[TENANT_QUERIES].descendants(principal_of(request), tenant_id, query)
-    return json_response([tenant_json(t) for t in tenants])
+    found = await request.app[TENANT_QUERIES].descendants(principal_of(request), tenant_id, query)
+    return raw_json_response(found.text)
 
 
 @api.route(
@@ -204,6 +209,10 @@ async def list_descendants(request: web.Request) -> web.Response:
 async def list_children(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
     query = parse_query(request, ChildrenQuery)
-    page = await request.app[TENANT_QUERIES].children(principal_of(request), tenant_id, query)
-    headers = {} if page.next_cursor is None else {"X-Next-Cursor": str(page.next_cursor)}
-    return json_response(_listed(page), headers=headers)
+    queries = request.app[TENANT_QUERIES]
+    if query.include_child_counts:
+        # child_count is added per tenant in Python; the plain list is rendered in SQL.
+        page = await queries.children(principal_of(request), tenant_id, query)
+        return json_response(_listed(page), headers=_next_cursor_header(page.next_cursor))
+    raw = await queries.children_json(principal_of(request), tenant_id, query)
+    return raw_json_response(raw.body.text, headers=_next_cursor_header(raw.next_cursor))

@@ -22,6 +22,18 @@ def json_response(
     )
 
 
+def raw_json_response(
+    text: str, *, status: int = 200, headers: Mapping[str, str] | None = None
+) -> web.Response:
+    """JSON already rendered elsewhere (by PostgreSQL), sent as json_response sends."""
+    return web.Response(
+        body=text.encode(),
+        status=status,
+        headers=headers,
+        content_type="application/json",
+    )
+
+
 def error_response(error: ServiceError, request_id: str) -> web.Response:
     body: dict[str, Any] = {"code": error.code, "message": error.message}
     if error.details:

@@ -75,6 +75,21 @@ class NewTenant:
     region: str
 
 
+@dataclass(frozen=True, slots=True)
+class RawJson:
+    """A JSON document PostgreSQL rendered (tenant_documents), sent on untouched."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class RawJsonPage:
+    """One page of a list rendered in PostgreSQL, and the cursor of the next (if any)."""
+
+    body: RawJson
+    next_cursor: UUID | None
+
+
 def root_of(ancestry_path: str) -> UUID:
     return UUID(ancestry_path[1:37])
 
@@ -106,8 +121,9 @@ class TenantsRepository(Repository):
     _search = NamedSql("search_tenants")
     _count_children = NamedSql("count_children")
     _children = NamedSql("list_children")
-    _ancestors = NamedSql("list_ancestors")
-    _descendants = NamedSql("list_descendants")
+    _children_json = NamedSql("list_children_json")
+    _ancestors_json = NamedSql("list_ancestors_json")
+    _descendants_json = NamedSql("list_descendants_json")
     _has_active_children = NamedSql("has_active_children")
     _update_fields = NamedSql("update_tenant_fields")
     _archive = NamedSql("archive_tenant")
@@ -245,20 +261,41 @@ class TenantsRepository(Repository):
         rows = await conn.fetch(self._children, parent_id, cursor, status, limit)
         return [_tenant(r) for r in rows]
 
-    async def list_ancestors(self, conn: asyncpg.Connection, tenant_id: UUID) -> list[Tenant]:
-        return [_tenant(r) for r in await conn.fetch(self._ancestors, tenant_id)]
+    async def list_children_json(
+        self,
+        conn: asyncpg.Connection,
+        parent_id: UUID,
+        *,
+        cursor: UUID | None,
+        status: str,
+        limit: int | None,
+    ) -> RawJsonPage:
+        """list_children as one JSON array; next_cursor set when more children follow."""
+        row = await conn.fetchrow(self._children_json, parent_id, cursor, status, limit)
+        assert row is not None
+        return RawJsonPage(RawJson(row["body"]), row["next_cursor"])
 
-    async def list_descendants(
+    async def list_ancestors_json(
+        self, conn: asyncpg.Connection, tenant_id: UUID, *, visible_root: UUID | None
+    ) -> RawJson:
+        """Ancestors root first as one JSON array, only those inside visible_root's
+        subtree when it is set (a tenant-scoped caller's own tenant)."""
+        return RawJson(await conn.fetchval(self._ancestors_json, tenant_id, visible_root))
+
+    async def list_descendants_json(
         self,
         conn: asyncpg.Connection,
         ancestry_path: str,
         *,
         max_depth: int | None,
         include_archived: bool,
-    ) -> list[Tenant]:
-        """Descendants of the tenant at ancestry_path, down to absolute depth max_depth."""
-        rows = await conn.fetch(self._descendants, ancestry_path, max_depth, include_archived)
-        return [_tenant(r) for r in rows]
+    ) -> RawJson:
+        """Descendants of the tenant at ancestry_path in pre-order as one JSON array,
+        down to absolute depth max_depth."""
+        text = await conn.fetchval(
+            self._descendants_json, ancestry_path, max_depth, include_archived
+        )
+        return RawJson(text)
 
     async def has_active_children(self, conn: asyncpg.Connection, tenant_id: UUID) -> bool:
         return bool(await conn.fetchval(self._has_active_children, tenant_id))

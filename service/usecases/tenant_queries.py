@@ -9,7 +9,7 @@ import asyncpg
 import orjson
 
 from service.auth.principal import Principal
-from service.repositories.tenants import Tenant
+from service.repositories.tenants import RawJson, RawJsonPage, Tenant
 from service.representations import etag_of, tenant_json
 from service.schemas.tenants import ChildrenQuery, DescendantsQuery, ListTenantsQuery
 from service.usecases.deps import Deps
@@ -33,6 +33,10 @@ def _page(rows: list[Tenant], limit: int) -> Page:
     if len(rows) > limit:
         return Page(rows[:limit], rows[limit - 1].id)
     return Page(rows, None)
+
+
+def _status(include_archived: bool) -> str:
+    return "all" if include_archived else "active"
 
 
 def _matches(tenant: Tenant, search: str) -> bool:
@@ -138,13 +142,14 @@ class TenantQueries:
         return _page(rows, query.limit)
 
     async def children(self, principal: Principal, tenant_id: UUID, query: ChildrenQuery) -> Page:
+        """Children as Tenant objects; the answer with child counts needs them."""
         async with self.db.connection() as conn:
             visible_active(principal, await self.tenants.get_tenant_node(conn, tenant_id))
             rows = await self.tenants.list_children(
                 conn,
                 tenant_id,
                 cursor=query.cursor,
-                status="all" if query.include_archived else "active",
+                status=_status(query.include_archived),
                 limit=None if query.limit is None else query.limit + 1,
             )
             page = _page(rows, query.limit) if query.limit is not None else Page(rows, None)
@@ -155,19 +160,35 @@ class TenantQueries:
                 page = replace(page, child_counts=counts)
         return page
 
-    async def ancestors(self, principal: Principal, tenant_id: UUID) -> list[Tenant]:
+    async def children_json(
+        self, principal: Principal, tenant_id: UUID, query: ChildrenQuery
+    ) -> RawJsonPage:
+        """The same page as children() without counts, rendered by PostgreSQL."""
         async with self.db.connection() as conn:
             visible_active(principal, await self.tenants.get_tenant_node(conn, tenant_id))
-            rows = await self.tenants.list_ancestors(conn, tenant_id)
-        # A tenant-scoped caller sees the part of the chain inside its own subtree.
-        return [t for t in rows if principal.can_see_path(t.ancestry_path)]
+            return await self.tenants.list_children_json(
+                conn,
+                tenant_id,
+                cursor=query.cursor,
+                status=_status(query.include_archived),
+                limit=query.limit,
+            )
+
+    async def ancestors(self, principal: Principal, tenant_id: UUID) -> RawJson:
+        async with self.db.connection() as conn:
+            visible_active(principal, await self.tenants.get_tenant_node(conn, tenant_id))
+            # A tenant-scoped caller sees the part of the chain inside its own subtree
+            # (Principal.can_see_path, applied by the query).
+            return await self.tenants.list_ancestors_json(
+                conn, tenant_id, visible_root=principal.tenant_id
+            )
 
     async def descendants(
         self, principal: Principal, tenant_id: UUID, query: DescendantsQuery
-    ) -> list[Tenant]:
+    ) -> RawJson:
         async with self.db.connection() as conn:
             node = visible_active(principal, await self.tenants.get_tenant_node(conn, tenant_id))
-            return await self.tenants.list_descendants(
+            return await self.tenants.list_descendants_json(
                 conn,
                 node.ancestry_path,
                 max_depth=None if query.max_depth is None else node.depth + query.max_depth,

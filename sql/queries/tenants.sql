@@ -125,27 +125,56 @@ WHERE td.parent_id = $1
 ORDER BY td.id
 LIMIT $4;
 
--- name: list_ancestors
--- Ancestors of a tenant, root first, ending at its parent.
-SELECT td.*
+-- name: list_children_json
+-- Direct children of a tenant in id order after the cursor, as list_children, rendered
+-- as one JSON array text (rows of tenant_documents) of at most $4 tenants ($4 NULL:
+-- all), plus next_cursor: the last listed id when another child follows, else NULL.
+WITH fetched AS (
+    -- the page and one child more, which only tells whether another page follows
+    SELECT d
+    FROM tenant_documents d
+    WHERE d.parent_id = $1
+      AND d.id > coalesce($2::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
+      AND ($3::text = 'all' OR d.status = $3::text)
+    ORDER BY d.id
+    LIMIT $4::integer + 1
+),
+page AS (
+    -- the page itself: the first $4 of them
+    SELECT f.d
+    FROM fetched f
+    ORDER BY (f.d).id
+    LIMIT $4::integer
+)
+SELECT coalesce((SELECT json_agg(p.d ORDER BY (p.d).id) FROM page p), '[]')::text AS body,
+       CASE WHEN (SELECT count(*) FROM fetched) > $4::integer
+            THEN (SELECT (p.d).id FROM page p ORDER BY (p.d).id DESC LIMIT 1)
+       END AS next_cursor;
+
+-- name: list_ancestors_json
+-- Ancestors of a tenant, root first, ending at its parent, as one JSON array text (rows
+-- of tenant_documents). A tenant-scoped caller $2 (NULL: a global caller, who sees all)
+-- gets only those inside its own subtree: paths holding the segment '/<$2>', the test of
+-- Principal.can_see_path (segments are fixed-length uuids, so a substring is a whole
+-- segment).
+SELECT coalesce(json_agg(d ORDER BY c.depth DESC), '[]')::text AS body
 FROM tenant_closure c
-JOIN tenant_details td ON td.id = c.ancestor_id
+JOIN tenant_documents d ON d.id = c.ancestor_id
 WHERE c.descendant_id = $1
   AND c.depth > 0
-ORDER BY c.depth DESC;
+  AND ($2::uuid IS NULL OR strpos(d.ancestry_path, '/' || $2::text) > 0);
 
--- name: list_descendants
--- Descendants of the tenant whose path is $1, in depth-first pre-order: one range scan
--- of the path index, already in order ("C" collation: every descendant's path lies
--- between '<path>/' and '<path>0', as '0' follows '/'). Down to absolute depth $2
--- (NULL: all levels); archived ones only when $3.
-SELECT td.*
-FROM tenant_details td
-WHERE td.ancestry_path > $1::text || '/'
-  AND td.ancestry_path < $1::text || '0'
-  AND td.depth <= coalesce($2::integer, 2147483647)
-  AND ($3::boolean OR td.status = 'active')
-ORDER BY td.ancestry_path;
+-- name: list_descendants_json
+-- Descendants of the tenant whose path is $1, in depth-first pre-order, as one JSON
+-- array text (rows of tenant_documents): one range scan of the path index ("C"
+-- collation: every descendant's path lies between '<path>/' and '<path>0', as '0'
+-- follows '/'). Down to absolute depth $2 (NULL: all levels); archived ones only when $3.
+SELECT coalesce(json_agg(d ORDER BY d.ancestry_path), '[]')::text AS body
+FROM tenant_documents d
+WHERE d.ancestry_path > $1::text || '/'
+  AND d.ancestry_path < $1::text || '0'
+  AND d.depth <= coalesce($2::integer, 2147483647)
+  AND ($3::boolean OR d.status = 'active');
 
 -- name: has_active_children
 -- Whether a tenant has at least one active child (archive needs none).

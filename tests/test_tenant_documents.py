@@ -1,0 +1,190 @@
+"""Lists rendered by PostgreSQL (the tenant_documents view, migration 0010) are the very
+documents tenant_json builds in Python: same keys in the same order, same values."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+import orjson
+import pytest
+from aiohttp.test_utils import TestClient
+
+from service.db.pool import connect
+from service.db.queries import Queries
+from service.repositories.tenants import TenantsRepository
+from service.representations import tenant_json
+from tests.support.api import create_tenant, get_json
+from tests.support.entries import put_config
+
+Client = TestClient[Any, Any]
+METADATA = {
+    "nested": {"list": [1, 2.5, -3e-7, True, None, "x"], "deep": {"k": {"z": []}}},
+    "unicode": 'héllo ✓ 🌍 "quoted" \\ back\nslash \u0001 \u2028',
+    "ключ": "значение",
+    "big": 12345678901234567,
+    "": "empty key",
+}
+# Sub-millisecond parts that rounding would carry into the next millisecond, second or
+# day; the last one is written with an offset, so UTC is another date.
+CREATED = "2026-03-04 05:06:07.123999+00"
+UPDATED = "2026-03-04 05:06:59.999999+00"
+DELETED = "2026-03-04 23:59:59.999500-05"
+
+
+@pytest.fixture
+def repo() -> TenantsRepository:
+    return TenantsRepository(Queries.load())
+
+
+@pytest.fixture
+async def own_conn(db_url: str) -> AsyncIterator[asyncpg.Connection]:
+    """A connection outside the app's pool, free to change its session time zone."""
+    conn = await connect(db_url)
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+async def make_family(client: Client, admin: dict[str, str], conn: Any) -> dict[str, str]:
+    """A root with odd metadata, a child with plain and sensitive config, and an archived
+    grandchild, all with timestamps that have microseconds."""
+    root = await create_tenant(client, admin, name="Ünïcødé ✓ root", metadata=METADATA)
+    child = await create_tenant(client, admin, name="child", parent_id=root["id"])
+    await put_config(client, admin, child["id"], "plain.theme", {"a": [1, 2]}, expect=201)
+    await put_config(client, admin, child["id"], "secret", "s3cr3t-value", sensitive=True)
+    leaf = await create_tenant(client, admin, name="leaf", parent_id=child["id"])
+    resp = await client.delete(f"/api/v1/tenants/{leaf['id']}", headers=admin)
+    assert resp.status == 204
+    ids = {"root": root["id"], "child": child["id"], "leaf": leaf["id"]}
+    await conn.execute(
+        "UPDATE tenants SET created_at = $2::text::timestamptz, updated_at = $3::text::timestamptz,"
+        " deleted_at = CASE WHEN deleted_at IS NULL THEN NULL ELSE $4::text::timestamptz END"
+        " WHERE id = ANY($1::uuid[])",
+        [UUID(i) for i in ids.values()],
+        CREATED,
+        UPDATED,
+        DELETED,
+    )
+    return ids
+
+
+async def python_json(
+    repo: TenantsRepository, conn: asyncpg.Connection, tenant_id: str
+) -> dict[str, Any]:
+    tenant = await repo.get_tenant(conn, UUID(tenant_id))
+    assert tenant is not None
+    return tenant_json(tenant)
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Kolkata", "America/St_Johns"])
+async def test_each_document_is_tenant_json(
+    client: Client,
+    admin: dict[str, str],
+    own_conn: asyncpg.Connection,
+    repo: TenantsRepository,
+    zone: str,
+) -> None:
+    ids = await make_family(client, admin, own_conn)
+    # The session time zone must not show through: documents are always in UTC.
+    await own_conn.execute(f"SET timezone = '{zone}'")
+    for name, tenant_id in ids.items():
+        text = await own_conn.fetchval(
+            "SELECT to_json(d)::text FROM tenant_documents d WHERE d.id = $1", UUID(tenant_id)
+        )
+        document = orjson.loads(text)
+        expected = await python_json(repo, own_conn, tenant_id)
+        assert document == expected, name
+        assert list(document) == list(expected), name
+        assert list(document["metadata"]) == list(expected["metadata"]), name
+
+    root = orjson.loads(
+        await own_conn.fetchval(
+            "SELECT to_json(d)::text FROM tenant_documents d WHERE d.id = $1", UUID(ids["root"])
+        )
+    )
+    assert root["parent_id"] is None
+    assert root["deleted_at"] is None
+    assert root["metadata"] == METADATA
+    assert root["created_at"] == "2026-03-04T05:06:07.123Z"
+    assert root["updated_at"] == "2026-03-04T05:06:59.999Z"
+    leaf = await python_json(repo, own_conn, ids["leaf"])
+    assert leaf["status"] == "archived"
+    assert leaf["deleted_at"] == "2026-03-05T04:59:59.999Z"
+    child = await python_json(repo, own_conn, ids["child"])
+    assert child["config"] == {"plain.theme": {"a": [1, 2]}, "secret": "***"}
+
+
+async def test_list_endpoints_answer_tenant_json(
+    client: Client, admin: dict[str, str], own_conn: asyncpg.Connection, repo: TenantsRepository
+) -> None:
+    ids = await make_family(client, admin, own_conn)
+    root, child, leaf = [await python_json(repo, own_conn, ids[k]) for k in ids]
+    base = "/api/v1/tenants"
+
+    resp = await client.get(
+        f"{base}/{ids['root']}/descendants?include_archived=true", headers=admin
+    )
+    assert resp.status == 200
+    assert resp.headers["Content-Type"] == "application/json"
+    body = await resp.json()
+    assert body == [child, leaf]
+    assert [list(t) for t in body] == [list(child), list(leaf)]
+    assert await get_json(client, f"{base}/{ids['root']}/descendants", admin) == [child]
+    assert await get_json(client, f"{base}/{ids['child']}/ancestors", admin) == [root]
+    assert await get_json(client, f"{base}/{ids['root']}/ancestors", admin) == []
+    assert await get_json(client, f"{base}/{ids['root']}/children", admin) == [child]
+    resp = await client.get(
+        f"{base}/{ids['child']}/children?include_archived=true&limit=1", headers=admin
+    )
+    assert resp.headers["Content-Type"] == "application/json"
+    assert "X-Next-Cursor" not in resp.headers
+    assert await resp.json() == [leaf]
+    assert await get_json(client, f"{base}/{ids['child']}/children", admin) == []
+
+
+async def test_children_pages_carry_the_last_listed_id(
+    client: Client, admin: dict[str, str], own_conn: asyncpg.Connection, repo: TenantsRepository
+) -> None:
+    parent = await create_tenant(client, admin, name="parent")
+    kids = [await create_tenant(client, admin, parent_id=parent["id"]) for _ in range(3)]
+    kids.sort(key=lambda k: UUID(k["id"]))
+    found = await repo.list_children_json(
+        own_conn, UUID(parent["id"]), cursor=None, status="active", limit=2
+    )
+    assert orjson.loads(found.body.text) == kids[:2]
+    assert found.next_cursor == UUID(kids[1]["id"])
+    found = await repo.list_children_json(
+        own_conn, UUID(parent["id"]), cursor=found.next_cursor, status="active", limit=2
+    )
+    assert (orjson.loads(found.body.text), found.next_cursor) == (kids[2:], None)
+    found = await repo.list_children_json(
+        own_conn, UUID(parent["id"]), cursor=None, status="active", limit=3
+    )
+    assert (orjson.loads(found.body.text), found.next_cursor) == (kids, None)
+    found = await repo.list_children_json(
+        own_conn, UUID(parent["id"]), cursor=None, status="active", limit=None
+    )
+    assert (orjson.loads(found.body.text), found.next_cursor) == (kids, None)
+
+
+async def test_ancestors_keep_only_the_visible_root_subtree(
+    client: Client, admin: dict[str, str], own_conn: asyncpg.Connection, repo: TenantsRepository
+) -> None:
+    ids = await make_family(client, admin, own_conn)
+    root, child = [await python_json(repo, own_conn, ids[k]) for k in ("root", "child")]
+    leaf = UUID(ids["leaf"])
+
+    async def ancestors(visible_root: str | None) -> Any:
+        found = await repo.list_ancestors_json(
+            own_conn, leaf, visible_root=None if visible_root is None else UUID(visible_root)
+        )
+        return orjson.loads(found.text)
+
+    assert await ancestors(None) == [root, child]
+    assert await ancestors(ids["root"]) == [root, child]
+    assert await ancestors(ids["child"]) == [child]
+    assert await ancestors(ids["leaf"]) == []
