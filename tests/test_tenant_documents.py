@@ -1,4 +1,4 @@
-"""Lists rendered by PostgreSQL (the tenant_documents view, migration 0010) are the very
+"""Lists rendered by PostgreSQL (the tenant_documents view, migration 0014) are the very
 documents tenant_json builds in Python: same keys in the same order, same values."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The dedicated connection that LISTENs for key and role changes (migration 0006's
 triggers) and drops cached lookups, so a change made by any process reaches every
 process within a second. The same connection listens for context changes (migration
-0011's triggers) and empties the context cache (service/usecases/read_cache.py).
+0015's triggers) and empties the read cache (service/usecases/read_cache.py).
 
 The connection is watched: a termination callback notices a closed socket at once and
 a ping every few seconds notices a silent one. While it is down the key cache is off

@@ -3,7 +3,7 @@ the service (a SaaS back end asks for a tenant and its context on every request)
 no database work.
 
 Freshness follows the key cache's rules (service/auth/key_cache.py):
-- Entries are only trusted while the change listener is connected. Migration 0011's
+- Entries are only trusted while the change listener is connected. Migration 0015's
   triggers announce every committed change to tenants, config entries and permission
   policies on the channel tenant_service_tenant_data; each announcement empties the
   cache of every process, so a change made anywhere is seen everywhere within the
