@@ -18,10 +18,12 @@ from pathlib import Path
 
 from bench.environment import PostgresServer
 from bench.http_suite import LoadSettings
+from bench.markdown import render
 from bench.report import format_report
 from bench.runner import RunOptions, run_suite
 from bench.seed import seed_database
 from bench.shapes import SeedPlan
+from bench.sqlcompare import format_table
 
 RESULTS_DIR = Path("bench/results")
 PROFILES = {
@@ -93,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         help="where to write the results (default bench/results/<mode>-<timestamp>.json)",
     )
+    markdown = sub.add_parser("markdown", help="markdown tables of a results file")
+    markdown.add_argument("results", type=Path, help="a bench/results/*.json file")
     seed = sub.add_parser("seed", help="seed a migrated, empty database")
     seed.add_argument("--dsn", required=True)
     seed.add_argument("--tenants", type=int, default=100_000)
@@ -133,6 +137,9 @@ def _run(args: argparse.Namespace) -> int:
     output.write_text(json.dumps(result, indent=2) + "\n")
     print()
     print(format_report(result))
+    if "sql" in result:
+        print()
+        print(format_table(result["sql"]))
     print(f"\nresults: {output}")
     return 0
 
@@ -143,9 +150,14 @@ def _seed(args: argparse.Namespace) -> int:
     return 0
 
 
+def _markdown(args: argparse.Namespace) -> int:
+    print(render(json.loads(args.results.read_text())))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return {"run": _run, "seed": _seed}[args.command](args)
+    return {"run": _run, "seed": _seed, "markdown": _markdown}[args.command](args)
 
 
 if __name__ == "__main__":
