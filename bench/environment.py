@@ -43,6 +43,9 @@ class PostgresServer(AbstractContextManager["PostgresServer"]):
         from service.embedded import EmbeddedPostgres
 
         embedded = EmbeddedPostgres.start(self._data_dir)
+        if asyncio.run(_size_shared_buffers(embedded.dsn)):
+            embedded.stop()  # shared_buffers takes effect at the next start
+            embedded = EmbeddedPostgres.start(self._data_dir)
         self._embedded = embedded
         self.admin_dsn = embedded.dsn
         self.kind = "embedded"
@@ -82,6 +85,31 @@ class PostgresServer(AbstractContextManager["PostgresServer"]):
         finally:
             await conn.close()
         return version
+
+
+def shared_buffers_mb() -> int:
+    """A quarter of the memory, at most 2 GB: the usual production sizing, where the
+    embedded server's development default (128 MB) would hold a tenth of a million
+    tenants' working set."""
+    try:
+        pages, page_size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 1024
+    return max(128, min(2048, pages * page_size // 4 // 2**20))
+
+
+async def _size_shared_buffers(dsn: str) -> bool:
+    """Set shared_buffers on the embedded server; whether it needs a restart."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        queries = bench_queries()
+        wanted = f"{shared_buffers_mb()}MB"
+        if await conn.fetchval(queries.sql("shared_buffers_mb")) == shared_buffers_mb():
+            return False
+        await conn.execute(await conn.fetchval(queries.sql("shared_buffers_ddl"), wanted))
+        return True
+    finally:
+        await conn.close()
 
 
 def service_env(dsn: str, data_dir: Path, pool_size: int) -> dict[str, str]:

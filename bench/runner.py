@@ -212,30 +212,56 @@ def uncached(env: dict[str, str]) -> dict[str, str]:
     return {**env, "READ_CACHE_SIZE": "0"}
 
 
+SCALED_READS = ("context_depth10", "ancestors_depth10")
+SCALE_ROUNDS = 3
+
+
 async def _scale_comparison(main: Prepared, small: Prepared, options: RunOptions) -> dict[str, Any]:
     """End-to-end latency of context and ancestors at depth 10, the same requests on
-    both databases, one service at a time."""
-    figures: dict[str, Any] = {"read_cache": "off (the database path is what scales)"}
-    for label, prepared in (("small", small), ("main", main)):
-        service = ServiceProcess(uncached(prepared.env), free_port())
-        await service.start()
-        try:
-            targets = read_targets(prepared.seed)
-            figures[label] = {
-                "tenants": prepared.seed.tenants,
-                **{
-                    name: await measure_latency(
-                        service.base_url,
-                        prepared.headers,
-                        targets[name],
-                        options.load.latency_samples,
+    both databases. Both services run side by side and are measured in alternation,
+    SCALE_ROUNDS times each, so a slow patch of the shared machine hits both sizes; the
+    figure per size is the median of its rounds' p50s."""
+    figures: dict[str, Any] = {
+        "read_cache": "off (the database path is what scales)",
+        "rounds": SCALE_ROUNDS,
+    }
+    services = {
+        label: ServiceProcess(uncached(prepared.env), free_port())
+        for label, prepared in (("small", small), ("main", main))
+    }
+    prepared_by = {"small": small, "main": main}
+    rounds: dict[str, dict[str, list[dict[str, Any]]]] = {
+        label: {name: [] for name in SCALED_READS} for label in services
+    }
+    try:
+        for service in services.values():
+            await service.start()
+        for _ in range(SCALE_ROUNDS):
+            for label, service in services.items():
+                prepared = prepared_by[label]
+                targets = read_targets(prepared.seed)
+                for name in SCALED_READS:
+                    rounds[label][name].append(
+                        await measure_latency(
+                            service.base_url,
+                            prepared.headers,
+                            targets[name],
+                            options.load.latency_samples,
+                        )
                     )
-                    for name in ("context_depth10", "ancestors_depth10")
-                },
-            }
-        finally:
+    finally:
+        for service in services.values():
             await service.stop()
-    for name in ("context_depth10", "ancestors_depth10"):
+    for label, by_name in rounds.items():
+        figures[label] = {"tenants": prepared_by[label].seed.tenants}
+        for name, series in by_name.items():
+            p50s = sorted(s["p50_ms"] for s in series)
+            figures[label][name] = {
+                "p50_ms": p50s[len(p50s) // 2],
+                "round_p50s_ms": [s["p50_ms"] for s in series],
+                "p99_ms": max(s["p99_ms"] for s in series),
+            }
+    for name in SCALED_READS:
         small_p50 = figures["small"][name]["p50_ms"]
         figures[f"{name}_ratio"] = round(figures["main"][name]["p50_ms"] / small_p50, 2)
     return figures

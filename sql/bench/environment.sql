@@ -8,3 +8,14 @@ SELECT format('DROP DATABASE IF EXISTS %I WITH (FORCE)', $1::text) AS drop_ddl,
 -- name: server_version
 -- The server's version line, for the machine description.
 SELECT version();
+
+-- name: shared_buffers_mb
+-- The server's shared_buffers in megabytes.
+SELECT setting::bigint * current_setting('block_size')::bigint / 1048576
+FROM pg_settings
+WHERE name = 'shared_buffers';
+
+-- name: shared_buffers_ddl
+-- The ALTER SYSTEM statement sizing shared_buffers to $1 at the next start (ALTER SYSTEM
+-- takes no parameters, so the value is quoted by format()).
+SELECT format('ALTER SYSTEM SET shared_buffers = %L', $1::text);
