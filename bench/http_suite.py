@@ -4,6 +4,7 @@ latencies, writes and moves (with the latency of other requests while a big move
 from __future__ import annotations
 
 import asyncio
+import statistics
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from bench.loadgen import Target, run_load, time_requests
+from bench.loadgen import LoadResult, SeriesResult, Target, run_load, time_requests
 from bench.seed import SeedReport
 
 API = "/api/v1/tenants"
@@ -176,46 +177,51 @@ def _background_targets(seed: SeedReport) -> list[Target]:
     return [*reads, Target("GET", f"{API}/{seed.landmarks['context_d10']}/context")]
 
 
+INTERFERENCE_RATE = 200.0
+INTERFERENCE_ROUNDS = 2
+
+
 async def _move_with_load(
     base_url: str, headers: dict[str, str], seed: SeedReport, there: Target, back: Target
 ) -> dict[str, Any]:
+    """The largest move's effect on other requests. A first move (no load) gives the
+    window; then, INTERFERENCE_ROUNDS times, a fixed-rate read load runs for that window
+    on a quiet service and again while a move runs (back, then there again). The ratio
+    compares the median p99 of the loads during moves with that of the quiet loads."""
     background = _background_targets(seed)
-    rate, connections = 100.0, 16
+
+    async def load(window: float) -> LoadResult:
+        return await run_load(
+            base_url, background, headers=headers, connections=16, duration_s=window,
+            rate=INTERFERENCE_RATE, tool="python",
+        )  # fmt: skip
+
     first = await time_requests(base_url, [there], headers=headers, expect=(200,))
     window = max(2.0, first.max_ms / 1000)
-    quiet = await run_load(
-        base_url,
-        background,
-        headers=headers,
-        connections=connections,
-        duration_s=window,
-        rate=rate,
-        tool="python",
-    )
-    load_task = asyncio.create_task(
-        run_load(
-            base_url,
-            background,
-            headers=headers,
-            connections=connections,
-            duration_s=window,
-            rate=rate,
-            tool="python",
-        )
-    )
-    second = await time_requests(base_url, [back], headers=headers, expect=(200,))
-    during = await load_task
+    timed: list[SeriesResult] = [first]
+    quiet: list[LoadResult] = []
+    during: list[LoadResult] = []
+    for move in [back, there][:INTERFERENCE_ROUNDS]:
+        quiet.append(await load(window))
+        load_task = asyncio.create_task(load(window))
+        timed.append(await time_requests(base_url, [move], headers=headers, expect=(200,)))
+        during.append(await load_task)
+    if len(timed) % 2:  # an odd number of moves leaves the subtree under the spare root
+        timed.append(await time_requests(base_url, [back], headers=headers, expect=(200,)))
+    quiet_p99 = statistics.median(r.p99_ms for r in quiet)
+    during_p99 = statistics.median(r.p99_ms for r in during)
     return {
         "moves": {
-            "count": 2,
-            "errors": first.errors + second.errors,
-            "first_ms": first.max_ms,
-            "second_ms": second.max_ms,
-            "max_ms": max(first.max_ms, second.max_ms),
+            "count": len(timed),
+            "errors": sum(t.errors for t in timed),
+            "each_ms": [t.max_ms for t in timed],
+            "max_ms": max(t.max_ms for t in timed),
         },
-        "rate_rps": rate,
+        "rate_rps": INTERFERENCE_RATE,
         "window_s": round(window, 2),
-        "quiet": quiet.to_json(),
-        "during_move": during.to_json(),
-        "p99_ratio": round(during.p99_ms / quiet.p99_ms, 2) if quiet.p99_ms else None,
+        "quiet": [r.to_json() for r in quiet],
+        "during_move": [r.to_json() for r in during],
+        "quiet_p99_ms": quiet_p99,
+        "during_p99_ms": during_p99,
+        "p99_ratio": round(during_p99 / quiet_p99, 2) if quiet_p99 else None,
     }

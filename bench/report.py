@@ -61,8 +61,8 @@ def format_report(result: dict[str, Any]) -> str:
     interference = result.get("moves", {}).get("interference")
     if interference:
         lines.append(
-            f"other requests during the largest move: p99 {interference['quiet']['p99_ms']:.2f}"
-            f" ms quiet, {interference['during_move']['p99_ms']:.2f} ms during"
+            f"other requests during the largest move: p99 {interference['quiet_p99_ms']:.2f}"
+            f" ms quiet, {interference['during_p99_ms']:.2f} ms during"
             f" (x{interference['p99_ratio']})"
         )
     scale = result.get("scale")
