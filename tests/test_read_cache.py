@@ -248,3 +248,18 @@ async def test_tenant_access_is_checked_on_cached_answers(client, admin) -> None
     resp = await client.get(f"/api/v1/tenants/{other['id']}", headers=scoped)
     assert resp.status == 404
     assert (await resp.json())["error"]["code"] == "TENANT_NOT_FOUND"
+
+
+async def test_only_authenticated_writes_empty_the_cache(client, admin) -> None:
+    tenant = await create_tenant(client, admin)
+    await context(client, admin, tenant["id"])
+    cache = client.app[READ_CACHE]
+    before = cache.generation
+    for headers in ({}, {"X-API-Key": "sk_live_" + "x" * 40}):
+        resp = await client.post("/api/v1/tenants", json={}, headers=headers)
+        assert resp.status == 401
+    assert cache.generation == before
+    assert cache.get("context", uuid.UUID(tenant["id"])) is not None
+    resp = await client.post("/api/v1/tenants", json={}, headers=admin)
+    assert resp.status == 400  # refused, but the caller could write: the cache is emptied
+    assert cache.generation > before
