@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import sys
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -18,6 +19,14 @@ import aiohttp
 import asyncpg
 
 from bench.sqlfiles import bench_queries
+
+
+def free_port() -> int:
+    """A free TCP port on the loopback address."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
 
 
 def with_database(dsn: str, database: str) -> str:

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.report import ratio
+
 
 def _num(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
-
-
-def _ratio(value: float | None, base: float | None) -> str:
-    return f"{value / base:.2f}" if value and base else "-"
 
 
 def endpoints_table(result: dict[str, Any]) -> str:
@@ -28,8 +26,8 @@ def endpoints_table(result: dict[str, Any]) -> str:
         lines.append(
             f"| {name} | {load.get('connections', '-')} | {_num(load.get('rps'), 0)} "
             f"| {_num(load.get('p50_ms'))} | {_num(load.get('p99_ms'))} "
-            f"| {load.get('errors', 0)} | {_ratio(load.get('rps'), b_http)} "
-            f"| {_ratio(load.get('rps'), b_db)} | {_num(seq.get('p50_ms'))} "
+            f"| {load.get('errors', 0)} | {ratio(load.get('rps'), b_http)} "
+            f"| {ratio(load.get('rps'), b_db)} | {_num(seq.get('p50_ms'))} "
             f"| {_num(seq.get('p99_ms'))} |"
         )
     return "\n".join(lines)

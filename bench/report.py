@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def _ratio(value: float | None, base: float | None) -> str:
+def ratio(value: float | None, base: float | None) -> str:
     return f"{value / base:.2f}" if value and base else "-"
 
 
@@ -41,7 +41,7 @@ def format_report(result: dict[str, Any]) -> str:
         lines.append(
             f"{name:<22}{load.get('connections', 0):>6}{load.get('rps', 0):>10,.0f}"
             f"{_ms(load.get('p50_ms')):>9}{_ms(load.get('p99_ms')):>9}{load.get('errors', 0):>8}"
-            f"{_ratio(load.get('rps'), b_http):>9}{_ratio(load.get('rps'), b_db):>7}"
+            f"{ratio(load.get('rps'), b_http):>9}{ratio(load.get('rps'), b_db):>7}"
             f"{_ms(seq.get('p50_ms')):>9}{_ms(seq.get('p99_ms')):>9}"
         )
     lines += [

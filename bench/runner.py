@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import tempfile
 import time
 from dataclasses import dataclass
@@ -11,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.baselines import start_baseline_server
-from bench.environment import PostgresServer, ServiceProcess, run_cli, service_env
+from bench.environment import PostgresServer, ServiceProcess, free_port, run_cli, service_env
 from bench.http_suite import (
     LoadSettings,
     measure_latency,
@@ -54,13 +53,6 @@ class Prepared:
     env: dict[str, str]
     headers: dict[str, str]
     seed: SeedReport
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def say(text: str) -> None:

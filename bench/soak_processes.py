@@ -8,7 +8,6 @@ import contextlib
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bench.environment import free_port
 from service.auth.principal import SYSTEM_ACTOR
 from service.db.migrations import apply_migrations
 from service.db.pool import connect
@@ -70,13 +70,6 @@ async def prepare_database(dsn: str) -> str:
     finally:
         await conn.close()
     return issued.plaintext
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class Process:

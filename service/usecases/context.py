@@ -5,11 +5,8 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-import orjson
-
 from service.auth.principal import Principal
 from service.repositories.context import ResolvedContext
-from service.representations import etag_of
 from service.usecases.config_values import check_reveal, shown_value
 from service.usecases.deps import Deps
 from service.usecases.read_cache import CachedRead, ReadCache, Rendered
@@ -17,10 +14,10 @@ from service.usecases.tenant_access import visible_active
 
 
 class TenantContext:
-    def __init__(self, deps: Deps, cache: ReadCache | None = None) -> None:
+    def __init__(self, deps: Deps, cache: ReadCache) -> None:
         self.deps = deps
         self.context = deps.repos.context
-        self.cache = cache if cache is not None else ReadCache(0)
+        self.cache = cache
 
     async def rendered(self, principal: Principal, tenant_id: UUID, *, reveal: bool) -> Rendered:
         """The context as the API answers it. Masked documents come from the cache when
@@ -35,7 +32,7 @@ class TenantContext:
         found = await self.deps.db.run(lambda c: self.context.resolve_tenant_context(c, tenant_id))
         resolved = visible_active(principal, found)
         document = self._document(resolved, reveal)
-        rendered = Rendered(orjson.dumps(document), etag_of(document))
+        rendered = Rendered.of(document)
         if not reveal:
             self.cache.put("context", tenant_id, CachedRead(resolved, rendered), generation)
         return rendered

@@ -25,8 +25,12 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 from uuid import UUID
+
+import orjson
+
+from service.representations import etag_of
 
 DEFAULT_MAX_ENTRIES = 20_000
 Kind = Literal["tenant", "context"]
@@ -48,6 +52,10 @@ class Rendered:
 
     body: bytes
     etag: str
+
+    @classmethod
+    def of(cls, document: Any) -> Rendered:
+        return cls(orjson.dumps(document), etag_of(document))
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,11 +6,10 @@ from dataclasses import dataclass, replace
 from uuid import UUID
 
 import asyncpg
-import orjson
 
 from service.auth.principal import Principal
 from service.repositories.tenants import RawJson, RawJsonPage, Tenant
-from service.representations import etag_of, tenant_json
+from service.representations import tenant_json
 from service.schemas.tenants import ChildrenQuery, DescendantsQuery, ListTenantsQuery
 from service.usecases.deps import Deps
 from service.usecases.read_cache import CachedRead, ReadCache, Rendered
@@ -62,10 +61,10 @@ def _single(principal: Principal, query: ListTenantsQuery, found: Tenant | None)
 
 
 class TenantQueries:
-    def __init__(self, deps: Deps, cache: ReadCache | None = None) -> None:
+    def __init__(self, deps: Deps, cache: ReadCache) -> None:
         self.db = deps.db
         self.tenants = deps.repos.tenants
-        self.cache = cache if cache is not None else ReadCache(0)
+        self.cache = cache
 
     async def rendered(
         self, principal: Principal, tenant_id: UUID, *, include_archived: bool
@@ -78,8 +77,7 @@ class TenantQueries:
             tenant = visible(
                 principal, await self.db.run(lambda c: self.tenants.get_tenant(c, tenant_id))
             )
-            document = tenant_json(tenant)
-            cached = CachedRead(tenant, Rendered(orjson.dumps(document), etag_of(document)))
+            cached = CachedRead(tenant, Rendered.of(tenant_json(tenant)))
             self.cache.put("tenant", tenant_id, cached, generation)
         node = visible(principal, cached.node)
         if not include_archived:

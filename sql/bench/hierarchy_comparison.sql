@@ -27,48 +27,9 @@ FROM tenant_closure c
 WHERE c.ancestor_id = $1
   AND c.depth > 0;
 
--- name: closure_resolve_tenant_context
--- resolve_tenant_context as the service runs it (chain from tenant_closure).
-WITH
--- 1. The chain: each ancestor with its distance (0 = the tenant itself), one range of
---    tenant_closure_descendant_idx.
-chain AS (
-    SELECT c.ancestor_id AS tenant_id, c.depth AS distance
-    FROM tenant_closure c
-    WHERE c.descendant_id = $1
-),
--- 2. Config winners: a locked entry beats unlocked ones, the lock nearest the root
---    winning; without a lock the nearest entry wins.
-config_winners AS (
-    SELECT DISTINCT ON (ce.key)
-           ce.key, ce.value, ce.encrypted_value, ce.sensitive, ce.locked,
-           ce.tenant_id AS source_tenant_id
-    FROM chain ch
-    JOIN config_entries ce ON ce.tenant_id = ch.tenant_id
-    ORDER BY ce.key,
-             ce.locked DESC,
-             CASE WHEN ce.locked THEN -ch.distance ELSE ch.distance END
-),
--- 3. Permission winners: ancestors' LOCAL policies skipped; the LOCKED policy nearest the
---    root wins, otherwise the nearest policy.
-permission_winners AS (
-    SELECT DISTINCT ON (pp.key)
-           pp.key, pp.value, pp.mode, pp.tenant_id AS source_tenant_id
-    FROM chain ch
-    JOIN permission_policies pp ON pp.tenant_id = ch.tenant_id
-    WHERE ch.distance = 0 OR pp.mode <> 'LOCAL'
-    ORDER BY pp.key,
-             (pp.mode = 'LOCKED') DESC,
-             CASE WHEN pp.mode = 'LOCKED' THEN -ch.distance ELSE ch.distance END
-)
--- 4. The tenant row with both winner sets as JSON arrays in key order.
-SELECT t.id, t.ancestry_path, t.depth, t.isolation_strategy, t.status,
-       coalesce((SELECT jsonb_agg(to_jsonb(w) ORDER BY w.key) FROM config_winners w),
-                '[]'::jsonb) AS config,
-       coalesce((SELECT jsonb_agg(to_jsonb(p) ORDER BY p.key) FROM permission_winners p),
-                '[]'::jsonb) AS permissions
-FROM tenants t
-WHERE t.id = $1;
+-- The closure table's context is the service's own query, resolve_tenant_context in
+-- sql/queries/context.sql: bench/sqlcompare.py runs that one, so the comparison can never
+-- drift from what the service does.
 
 -- ---------------------------------------------------------------------------------------
 -- Recursive CTE on parent_id only
