@@ -30,7 +30,8 @@ RUN groupadd --system --gid 10001 app \
 # Bind-mounted from the build stage, so the wheels never become a layer of this image.
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
     pip install --no-cache-dir --no-index /wheels/*.whl
-USER app:app
+# Numeric, so an orchestrator can check it is not root (runAsNonRoot) without /etc/passwd.
+USER 10001:10001
 WORKDIR /app
 EXPOSE 8080
 # SIGTERM (docker stop) drains in-flight requests within SHUTDOWN_TIMEOUT_SECONDS (30 by

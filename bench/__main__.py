@@ -2,6 +2,9 @@
 
 python -m bench run --quick            100,000 tenants, under 5 minutes (make bench)
 python -m bench run --full             1,000,000 tenants (make bench-full)
+python -m bench mixed                  the mixed workload alone (contexts read while writes arrive)
+python -m bench markdown FILE          markdown tables of a results file
+python -m bench plots FILE...          PNG charts of results files (docs/performance/)
 python -m bench seed --dsn DSN --tenants N
 python -m bench.sqlcompare --dsn DSN   the SQL comparison alone, on seeded data
 """
@@ -10,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -20,12 +22,14 @@ from bench.environment import PostgresServer
 from bench.http_suite import LoadSettings
 from bench.markdown import render
 from bench.report import format_report
+from bench.results import encode, load_run
 from bench.runner import RunOptions, run_suite
 from bench.seed import seed_database
 from bench.shapes import SeedPlan
 from bench.sqlcompare import format_table
 
 RESULTS_DIR = Path("bench/results")
+PLOTS_DIR = Path("docs/performance")
 PROFILES = {
     # tenants, seconds per load, warm-up seconds, sequential samples, creates, batches
     "quick": (100_000, 5.0, 1.0, 200, 100, 20),
@@ -41,6 +45,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="seed, measure, compare with baselines, judge the targets")
+    _add_run_options(run)
+    mixed = sub.add_parser(
+        "mixed",
+        help="the mixed workload alone: seed, B_db, contexts read while writes arrive "
+        "(run --only mixed --skip-sql)",
+    )
+    _add_run_options(mixed)
+    markdown = sub.add_parser("markdown", help="markdown tables of a results file")
+    markdown.add_argument("results", type=Path, help="a bench/results/*.json file")
+    plots = sub.add_parser("plots", help="PNG charts of results files (the bench extra)")
+    plots.add_argument("results", type=Path, nargs="+", help="bench/results/*.json files")
+    plots.add_argument(
+        "--out", type=Path, default=PLOTS_DIR, help=f"where to write them ({PLOTS_DIR})"
+    )
+    seed = sub.add_parser("seed", help="seed a migrated, empty database")
+    seed.add_argument("--dsn", required=True)
+    seed.add_argument("--tenants", type=int, default=100_000)
+    seed.add_argument("--seed", type=int, default=20261122, help="random seed")
+    return parser
+
+
+def _add_run_options(run: argparse.ArgumentParser) -> None:
     profile = run.add_mutually_exclusive_group()
     profile.add_argument(
         "--quick",
@@ -86,8 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--sql-repeats", type=int, default=20, help="runs per SQL query (20)")
     run.add_argument(
         "--only",
-        help="comma-separated steps to run: sql, reads, writes, moves, scale, or read "
-        "endpoints by name (get_tenant, context_depth10, ...); baselines always run",
+        help="comma-separated steps to run: sql, reads, writes, moves, mixed, depths, scale, "
+        "or read endpoints by name (get_tenant, context_depth10, ...); baselines always run",
     )
     run.add_argument("--skip-sql", action="store_true", help="leave out the SQL comparison")
     run.add_argument(
@@ -95,13 +121,6 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         help="where to write the results (default bench/results/<mode>-<timestamp>.json)",
     )
-    markdown = sub.add_parser("markdown", help="markdown tables of a results file")
-    markdown.add_argument("results", type=Path, help="a bench/results/*.json file")
-    seed = sub.add_parser("seed", help="seed a migrated, empty database")
-    seed.add_argument("--dsn", required=True)
-    seed.add_argument("--tenants", type=int, default=100_000)
-    seed.add_argument("--seed", type=int, default=20261122, help="random seed")
-    return parser
 
 
 def _options(args: argparse.Namespace) -> RunOptions:
@@ -122,9 +141,19 @@ def _options(args: argparse.Namespace) -> RunOptions:
             batch_samples=batches,
         ),
         sql_repeats=args.sql_repeats,
-        skip_sql=args.skip_sql,
-        only=None if args.only is None else frozenset(args.only.split(",")),
+        skip_sql=args.skip_sql or args.command == "mixed",
+        only=_only(args),
     )
+
+
+def _label(args: argparse.Namespace) -> str:
+    return "mixed" if args.command == "mixed" else str(args.mode)
+
+
+def _only(args: argparse.Namespace) -> frozenset[str] | None:
+    if args.command == "mixed":
+        return frozenset({"mixed"})
+    return None if args.only is None else frozenset(args.only.split(","))
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -132,32 +161,43 @@ def _run(args: argparse.Namespace) -> int:
     # The embedded server starts outside the event loop (it runs its own to set up).
     with PostgresServer(options.database_url, options.data_dir) as server:
         result = asyncio.run(run_suite(options, server))
-    output = args.output_json or RESULTS_DIR / f"{args.mode}-{time.strftime('%Y%m%dT%H%M%S')}.json"
+    output = (
+        args.output_json or RESULTS_DIR / f"{_label(args)}-{time.strftime('%Y%m%dT%H%M%S')}.json"
+    )
     output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(result, indent=2) + "\n")
+    output.write_bytes(encode(result))
     print()
     print(format_report(result))
-    if "sql" in result:
+    if result.sql is not None:
         print()
-        print(format_table(result["sql"]))
+        print(format_table(result.sql))
     print(f"\nresults: {output}")
     return 0
 
 
 def _seed(args: argparse.Namespace) -> int:
     report = asyncio.run(seed_database(args.dsn, SeedPlan.for_total(args.tenants, args.seed)))
-    print(json.dumps(report.to_json(), indent=2))
+    print(encode(report.figures()).decode(), end="")
     return 0
 
 
 def _markdown(args: argparse.Namespace) -> int:
-    print(render(json.loads(args.results.read_text())))
+    print(render(load_run(args.results)))
+    return 0
+
+
+def _plots(args: argparse.Namespace) -> int:
+    from bench.plots import draw_plots  # matplotlib: the bench extra
+
+    for path in draw_plots([load_run(path) for path in args.results], args.out):
+        print(path)
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return {"run": _run, "seed": _seed, "markdown": _markdown}[args.command](args)
+    commands = {"run": _run, "mixed": _run, "seed": _seed, "markdown": _markdown, "plots": _plots}
+    return commands[args.command](args)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import os
 import signal
 import sys
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
@@ -29,15 +29,15 @@ from typing import Any
 import asyncpg
 from aiohttp import web
 
-from service.config import Settings
+from bench.sqlfiles import bench_queries
 from service.db.pool import create_pool
-from service.db.queries import Queries
+from service.db.queries import Query
 from service.http.responses import json_response
 from service.server import new_event_loop
+from service.settings import Settings
 from service.timefmt import iso, iso_or_none
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-BASELINE_SQL_DIR = REPO_ROOT / "sql" / "bench"
 HOST = "127.0.0.1"
 READY_LINE = "ready"
 READY_TIMEOUT_S = 30.0
@@ -49,7 +49,7 @@ HTTP_BASELINE_ID = "0190a6c4-3b1e-7c2d-9a4f-5e6b7c8d9e0f"
 SHUTDOWN_TIMEOUT_S = 5.0
 
 POOL_KEY = web.AppKey("pool", asyncpg.Pool)
-SQL_KEY = web.AppKey("get_tenant_row_sql", str)
+SQL_KEY = web.AppKey("get_tenant_row", Query)
 
 
 def baseline_settings(pool_size: int) -> Settings:
@@ -63,7 +63,7 @@ def baseline_settings(pool_size: int) -> Settings:
     )
 
 
-def tenant_row_json(row: Mapping[str, Any]) -> dict[str, Any]:
+def tenant_row_json(row: asyncpg.Record) -> dict[str, Any]:
     # Same wire forms as service/representations.py (ids as text, UTC "Z" timestamps):
     # orjson refuses asyncpg's UUID subclass, and the encoding work should match.
     return {
@@ -93,7 +93,7 @@ async def db_baseline(request: web.Request) -> web.Response:
     except ValueError:
         return json_response({"error": "not found"}, status=404)
     pool = request.app[POOL_KEY]
-    row = await pool.fetchrow(request.app[SQL_KEY], tenant_id)
+    row = await request.app[SQL_KEY].one(pool, tenant_id=tenant_id)
     if row is None:
         return json_response({"error": "not found"}, status=404)
     return json_response(tenant_row_json(row))
@@ -101,7 +101,7 @@ async def db_baseline(request: web.Request) -> web.Response:
 
 def create_baseline_app(dsn: str, pool_size: int) -> web.Application:
     app = web.Application()
-    app[SQL_KEY] = Queries.load(BASELINE_SQL_DIR).sql("get_tenant_row")
+    app[SQL_KEY] = bench_queries()["get_tenant_row"]
 
     async def pool_context(app: web.Application) -> AsyncIterator[None]:
         pool = await create_pool(baseline_settings(pool_size), dsn)

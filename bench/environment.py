@@ -78,7 +78,7 @@ class PostgresServer(AbstractContextManager["PostgresServer"]):
         conn = await asyncpg.connect(self.admin_dsn)
         try:
             # Identifiers cannot be bound as parameters; the query quotes the name.
-            ddl = await conn.fetchrow(queries.sql("database_ddl"), name)
+            ddl = await queries["database_ddl"].one(conn, database_name=name)
             assert ddl is not None
             drop, create = ddl["drop_ddl"], ddl["create_ddl"]
             await conn.execute(drop)
@@ -90,7 +90,7 @@ class PostgresServer(AbstractContextManager["PostgresServer"]):
     async def server_version(self) -> str:
         conn = await asyncpg.connect(self.admin_dsn)
         try:
-            version: str = await conn.fetchval(bench_queries().sql("server_version"))
+            version: str = await bench_queries()["server_version"].value(conn)
         finally:
             await conn.close()
         return version
@@ -113,9 +113,10 @@ async def _size_shared_buffers(dsn: str) -> bool:
     try:
         queries = bench_queries()
         wanted = f"{shared_buffers_mb()}MB"
-        if await conn.fetchval(queries.sql("shared_buffers_mb")) == shared_buffers_mb():
+        if await queries["shared_buffers_mb"].value(conn) == shared_buffers_mb():
             return False
-        await conn.execute(await conn.fetchval(queries.sql("shared_buffers_ddl"), wanted))
+        ddl = await queries["shared_buffers_ddl"].value(conn, shared_buffers=wanted)
+        await conn.execute(ddl)
         return True
     finally:
         await conn.close()

@@ -8,11 +8,20 @@ import statistics
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+import msgspec
 import orjson
 
 from bench.loadgen import LoadResult, SeriesResult, Target, run_load, time_requests
+from bench.results import (
+    EndpointFigures,
+    Interference,
+    InterferenceMoves,
+    MoveFigures,
+    Moves,
+    SeriesFigures,
+    Writes,
+)
 from bench.seed import SeedReport
 
 API = "/api/v1/tenants"
@@ -62,8 +71,8 @@ async def measure_reads(
     seed: SeedReport,
     settings: LoadSettings,
     only: Collection[str] | None = None,
-) -> dict[str, Any]:
-    results: dict[str, Any] = {}
+) -> dict[str, EndpointFigures]:
+    results: dict[str, EndpointFigures] = {}
     for name, targets in read_targets(seed).items():
         if only is not None and name not in only and "reads" not in only:
             continue
@@ -87,15 +96,15 @@ async def measure_reads(
         series = await time_requests(
             base_url, targets, headers=headers, repeat=settings.latency_samples
         )
-        results[name] = {"load": load.to_json(), "sequential": series.to_json()}
+        results[name] = EndpointFigures(load=load.figures(), sequential=series.figures())
     return results
 
 
 async def measure_latency(
     base_url: str, headers: dict[str, str], targets: Sequence[Target], samples: int
-) -> dict[str, Any]:
+) -> SeriesFigures:
     await time_requests(base_url, targets, headers=headers, repeat=max(10, samples // 10))
-    return (await time_requests(base_url, targets, headers=headers, repeat=samples)).to_json()
+    return (await time_requests(base_url, targets, headers=headers, repeat=samples)).figures()
 
 
 def _create_body(slug: str, parent: str | None) -> bytes:
@@ -104,7 +113,7 @@ def _create_body(slug: str, parent: str | None) -> bytes:
 
 async def measure_writes(
     base_url: str, headers: dict[str, str], seed: SeedReport, settings: LoadSettings
-) -> dict[str, Any]:
+) -> Writes:
     parent = seed.samples[0]
     run = time.strftime("%H%M%S")
     creates = [
@@ -128,7 +137,7 @@ async def measure_writes(
     ]
     create = await time_requests(base_url, creates, headers=headers, expect=(201,))
     batch = await time_requests(base_url, batches, headers=headers, expect=(201,))
-    return {"create": create.to_json(), "batch_100": batch.to_json()}
+    return Writes(create=create.figures(), batch_100=batch.figures())
 
 
 def _move(tenant: str, new_parent: str | None) -> Target:
@@ -136,7 +145,8 @@ def _move(tenant: str, new_parent: str | None) -> Target:
 
 
 def move_subjects(seed: SeedReport) -> list[tuple[str, str, str | None, int]]:
-    """(label, tenant, its parent, tenants moved) for each move size the data allows."""
+    """(label, tenant, its parent, tenants moved) for each move size the data allows;
+    each label is a field of bench.results.Moves."""
     marks = seed.landmarks
     subjects: list[tuple[str, str, str | None, int]] = [
         ("move_1", marks["sized_100_leaf"], marks["sized_100_leaf_parent"], 1),
@@ -151,24 +161,43 @@ def move_subjects(seed: SeedReport) -> list[tuple[str, str, str | None, int]]:
 
 async def measure_moves(
     base_url: str, headers: dict[str, str], seed: SeedReport, settings: LoadSettings
-) -> dict[str, Any]:
+) -> Moves:
     """Each subtree moved under another root and back. For the largest, the back move
     runs while a fixed-rate read load runs; its p99 is compared with the same load's
     p99 before any move."""
     target = seed.landmarks["move_target"]
-    results: dict[str, Any] = {}
+    results = Moves()
     subjects = move_subjects(seed)
     for label, tenant, parent, size in subjects:
         rounds = 3 if size <= 1_000 else 1
         moves = [_move(tenant, target), _move(tenant, parent)] * rounds
         if (label, tenant, parent, size) == subjects[-1]:
-            results["interference"] = await _move_with_load(
-                base_url, headers, seed, moves[0], moves[1]
+            interference = await _move_with_load(base_url, headers, seed, moves[0], moves[1])
+            timed = interference.moves
+            figures = MoveFigures(
+                tenants_moved=size,
+                count=timed.count,
+                errors=timed.errors,
+                each_ms=timed.each_ms,
+                max_ms=timed.max_ms,
             )
-            results[label] = {"tenants_moved": size, **results["interference"]["moves"]}
-            continue
-        series = await time_requests(base_url, moves, headers=headers, expect=(200,))
-        results[label] = {"tenants_moved": size, **series.to_json()}
+            results = msgspec.structs.replace(results, interference=interference)
+        else:
+            series = (
+                await time_requests(base_url, moves, headers=headers, expect=(200,))
+            ).figures()
+            figures = MoveFigures(
+                tenants_moved=size,
+                count=series.count,
+                errors=series.errors,
+                p50_ms=series.p50_ms,
+                p99_ms=series.p99_ms,
+                max_ms=series.max_ms,
+                mean_ms=series.mean_ms,
+                statuses=series.statuses,
+                first_error=series.first_error,
+            )
+        results = msgspec.structs.replace(results, **{label: figures})
     return results
 
 
@@ -183,7 +212,7 @@ INTERFERENCE_ROUNDS = 2
 
 async def _move_with_load(
     base_url: str, headers: dict[str, str], seed: SeedReport, there: Target, back: Target
-) -> dict[str, Any]:
+) -> Interference:
     """The largest move's effect on other requests. A first move (no load) gives the
     window; then, INTERFERENCE_ROUNDS times, a fixed-rate read load runs for that window
     on a quiet service and again while a move runs (back, then there again). The ratio
@@ -210,18 +239,18 @@ async def _move_with_load(
         timed.append(await time_requests(base_url, [back], headers=headers, expect=(200,)))
     quiet_p99 = statistics.median(r.p99_ms for r in quiet)
     during_p99 = statistics.median(r.p99_ms for r in during)
-    return {
-        "moves": {
-            "count": len(timed),
-            "errors": sum(t.errors for t in timed),
-            "each_ms": [t.max_ms for t in timed],
-            "max_ms": max(t.max_ms for t in timed),
-        },
-        "rate_rps": INTERFERENCE_RATE,
-        "window_s": round(window, 2),
-        "quiet": [r.to_json() for r in quiet],
-        "during_move": [r.to_json() for r in during],
-        "quiet_p99_ms": quiet_p99,
-        "during_p99_ms": during_p99,
-        "p99_ratio": round(during_p99 / quiet_p99, 2) if quiet_p99 else None,
-    }
+    return Interference(
+        moves=InterferenceMoves(
+            count=len(timed),
+            errors=sum(t.errors for t in timed),
+            each_ms=[t.max_ms for t in timed],
+            max_ms=max(t.max_ms for t in timed),
+        ),
+        rate_rps=INTERFERENCE_RATE,
+        window_s=round(window, 2),
+        quiet=[r.figures() for r in quiet],
+        during_move=[r.figures() for r in during],
+        quiet_p99_ms=quiet_p99,
+        during_p99_ms=during_p99,
+        p99_ratio=round(during_p99 / quiet_p99, 2) if quiet_p99 else None,
+    )

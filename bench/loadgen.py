@@ -21,16 +21,14 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Collection, Coroutine, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
 
 import aiohttp
 
-from service.server import new_event_loop
+from bench.results import LoadFigures, SeriesFigures
 
-T = TypeVar("T")
 # Past this a request counts as an error: a load run must end on its own.
 REQUEST_TIMEOUT_S = 10.0
 ERROR_BODY_CHARS = 300
@@ -55,8 +53,18 @@ class LoadResult:
     p99_ms: float
     max_ms: float
 
-    def to_json(self) -> dict[str, Any]:
-        return _rounded(asdict(self))
+    def figures(self) -> LoadFigures:
+        return LoadFigures(
+            tool=self.tool,
+            connections=self.connections,
+            duration_s=_ms(self.duration_s),
+            requests=self.requests,
+            errors=self.errors,
+            rps=_ms(self.rps),
+            p50_ms=_ms(self.p50_ms),
+            p99_ms=_ms(self.p99_ms),
+            max_ms=_ms(self.max_ms),
+        )
 
 
 @dataclass(frozen=True)
@@ -70,14 +78,22 @@ class SeriesResult:
     statuses: dict[int, int]
     first_error: str | None = None  # the first error, its body cut to ERROR_BODY_CHARS
 
-    def to_json(self) -> dict[str, Any]:
-        document = _rounded(asdict(self))
-        document["statuses"] = {str(k): v for k, v in sorted(self.statuses.items())}
-        return document
+    def figures(self) -> SeriesFigures:
+        return SeriesFigures(
+            count=self.count,
+            errors=self.errors,
+            p50_ms=_ms(self.p50_ms),
+            p99_ms=_ms(self.p99_ms),
+            max_ms=_ms(self.max_ms),
+            mean_ms=_ms(self.mean_ms),
+            statuses={str(k): v for k, v in sorted(self.statuses.items())},
+            first_error=self.first_error,
+        )
 
 
-def _rounded(document: dict[str, Any]) -> dict[str, Any]:
-    return {k: round(v, 3) if isinstance(v, float) else v for k, v in document.items()}
+def _ms(value: float) -> float:
+    # Results keep three decimals (microseconds for times).
+    return round(value, 3)
 
 
 def percentile(ordered: Sequence[float], q: float) -> float:
@@ -104,12 +120,6 @@ def is_success(status: int) -> bool:
 
 def wrk_available() -> bool:
     return shutil.which("wrk") is not None
-
-
-def run_with_uvloop(main: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine on uvloop when installed (the service's own loop choice)."""
-    with asyncio.Runner(loop_factory=new_event_loop) as runner:
-        return runner.run(main)
 
 
 async def run_load(

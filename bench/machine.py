@@ -7,7 +7,8 @@ import platform
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
+
+from bench.results import Machine
 
 
 def _cpu_model() -> str:
@@ -37,15 +38,15 @@ def _wrk_version() -> str | None:
     return (done.stdout or done.stderr).splitlines()[0] if (done.stdout or done.stderr) else "wrk"
 
 
-def describe_machine(postgres_version: str, postgres_kind: str) -> dict[str, Any]:
-    return {
-        "cpu": _cpu_model(),
-        "cores": os.cpu_count(),
-        "memory_gib": _memory_gib(),
-        "os": platform.platform(),
-        "python": platform.python_version(),
-        "postgres": postgres_version,
-        "postgres_kind": postgres_kind,
-        "wrk": _wrk_version(),
-        "note": "service, PostgreSQL and load generator share these cores",
-    }
+def describe_machine(postgres_version: str, postgres_kind: str) -> Machine:
+    return Machine(
+        cpu=_cpu_model(),
+        cores=os.cpu_count(),
+        memory_gib=_memory_gib(),
+        os=platform.platform(),
+        python=platform.python_version(),
+        postgres=postgres_version,
+        postgres_kind=postgres_kind,
+        wrk=_wrk_version(),
+        note="service, PostgreSQL and load generator share these cores",
+    )

@@ -3,64 +3,92 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from bench.report import ratio
+from bench.results import RunResult
 
 
 def _num(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
-def endpoints_table(result: dict[str, Any]) -> str:
-    baselines = result.get("baselines", {})
-    b_http = baselines.get("B_http", {}).get("load", {}).get("rps")
-    b_db = baselines.get("B_db", {}).get("load", {}).get("rps")
+def endpoints_table(result: RunResult) -> str:
+    b_http = result.baselines.get("B_http")
+    b_db = result.baselines.get("B_db")
+    http_rps = None if b_http is None else b_http.load.rps
+    db_rps = None if b_db is None else b_db.load.rps
     lines = [
         "| endpoint | conns | RPS | p50 ms | p99 ms | errors | x B_http | x B_db "
         "| sequential p50 ms | sequential p99 ms |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for name, figures in {**baselines, **result.get("endpoints", {})}.items():
-        load, seq = figures.get("load", {}), figures.get("sequential", {})
+    for name, figures in {**result.baselines, **result.endpoints}.items():
+        load, seq = figures.load, figures.sequential
         lines.append(
-            f"| {name} | {load.get('connections', '-')} | {_num(load.get('rps'), 0)} "
-            f"| {_num(load.get('p50_ms'))} | {_num(load.get('p99_ms'))} "
-            f"| {load.get('errors', 0)} | {ratio(load.get('rps'), b_http)} "
-            f"| {ratio(load.get('rps'), b_db)} | {_num(seq.get('p50_ms'))} "
-            f"| {_num(seq.get('p99_ms'))} |"
+            f"| {name} | {load.connections} | {_num(load.rps, 0)} "
+            f"| {_num(load.p50_ms)} | {_num(load.p99_ms)} "
+            f"| {load.errors} | {ratio(load.rps, http_rps)} "
+            f"| {ratio(load.rps, db_rps)} | {_num(None if seq is None else seq.p50_ms)} "
+            f"| {_num(None if seq is None else seq.p99_ms)} |"
         )
     return "\n".join(lines)
 
 
-def writes_table(result: dict[str, Any]) -> str:
+def writes_table(result: RunResult) -> str:
     lines = [
         "| operation | tenants | samples | p50 ms | p99 ms | max ms | errors |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    rows = {**result.get("writes", {}), **result.get("moves", {})}
-    for name, figures in rows.items():
-        if name == "interference":
-            continue
+    for name, series in result.writes.all().items():
         lines.append(
-            f"| {name} | {figures.get('tenants_moved', '-')} | {figures.get('count', '-')} "
-            f"| {_num(figures.get('p50_ms'))} | {_num(figures.get('p99_ms'))} "
-            f"| {_num(figures.get('max_ms'))} | {figures.get('errors', 0)} |"
+            f"| {name} | - | {series.count} | {_num(series.p50_ms)} | {_num(series.p99_ms)} "
+            f"| {_num(series.max_ms)} | {series.errors} |"
+        )
+    for name, move in result.moves.sizes().items():
+        lines.append(
+            f"| {name} | {move.tenants_moved} | {move.count} | {_num(move.p50_ms)} "
+            f"| {_num(move.p99_ms)} | {_num(move.max_ms)} | {move.errors} |"
         )
     return "\n".join(lines)
 
 
-def targets_table(result: dict[str, Any]) -> str:
-    lines = ["| target | goal | measured | met |", "|---|---|---:|---|"]
-    for target in result.get("targets", []):
-        met = {True: "yes", False: "**no**", None: "not measured"}[target["met"]]
-        value = "-" if target["value"] is None else f"{target['value']} {target['unit']}"
-        lines.append(f"| {target['target']} | {target['goal']} | {value} | {met} |")
+def mixed_table(result: RunResult) -> str:
+    mixed = result.mixed
+    if mixed is None:
+        return ""
+    lines = [
+        f"Contexts of {mixed.read_tenants:,} tenants read at random; config writes to "
+        f"{mixed.write_tenants:,} tenants {mixed.write_depth} levels below their roots; "
+        f"moves of a subtree of {mixed.moved_tenants:,} tenants.",
+        "",
+        "| writes/s | moves/s | context RPS | x B_db | x no-write | p50 ms | p99 ms "
+        "| writes done/s | write errors | moves done/s | move errors |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for phase in mixed.phases:
+        reads, writes, moves = phase.reads, phase.writes, phase.moves
+        lines.append(
+            f"| {phase.writes_per_s:g} | {phase.moves_per_s:g} | {_num(reads.rps, 0)} "
+            f"| {_num(phase.x_b_db)} | {_num(phase.x_no_writes)} | {_num(reads.p50_ms)} "
+            f"| {_num(reads.p99_ms)} "
+            f"| {_num(None if writes is None else writes.achieved_per_s, 1)} "
+            f"| {'-' if writes is None else writes.load.errors} "
+            f"| {_num(None if moves is None else moves.achieved_per_s, 1)} "
+            f"| {'-' if moves is None else moves.load.errors} |"
+        )
     return "\n".join(lines)
 
 
-def sql_table(result: dict[str, Any]) -> str:
-    sql = result.get("sql")
+def targets_table(result: RunResult) -> str:
+    lines = ["| target | goal | measured | met |", "|---|---|---:|---|"]
+    for target in result.targets:
+        met = {True: "yes", False: "**no**", None: "not measured"}[target.met]
+        value = "-" if target.value is None else f"{target.value} {target.unit}"
+        lines.append(f"| {target.target} | {target.goal} | {value} | {met} |")
+    return "\n".join(lines)
+
+
+def sql_table(result: RunResult) -> str:
+    sql = result.sql
     if not sql:
         return ""
     lines = [
@@ -68,11 +96,14 @@ def sql_table(result: dict[str, Any]) -> str:
         "| ltree / closure |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for name, entry in sql["operations"].items():
-        strategies = entry["strategies"]
-        rows = strategies["closure"]["rows"]
-        cells = [_num(strategies.get(s, {}).get("p50_ms"), 3) for s in ("closure", "cte", "ltree")]
-        ratios = entry["ratios_p50"]
+    for name, entry in sql.operations.items():
+        strategies = entry.strategies
+        rows = strategies["closure"].rows
+        cells = [
+            _num(None if s not in strategies else strategies[s].p50_ms, 3)
+            for s in ("closure", "cte", "ltree")
+        ]
+        ratios = entry.ratios_p50
         lines.append(
             f"| {name} | {rows:,} | {' | '.join(cells)} "
             f"| {ratios.get('cte/closure') or '-'} | {ratios.get('ltree/closure') or '-'} |"
@@ -80,9 +111,12 @@ def sql_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render(result: dict[str, Any]) -> str:
-    parts = [endpoints_table(result), writes_table(result), targets_table(result)]
-    sql = sql_table(result)
-    if sql:
-        parts.append(sql)
-    return "\n\n".join(parts)
+def render(result: RunResult) -> str:
+    parts = [
+        endpoints_table(result),
+        writes_table(result),
+        mixed_table(result),
+        targets_table(result),
+        sql_table(result),
+    ]
+    return "\n\n".join(part for part in parts if part)

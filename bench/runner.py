@@ -7,9 +7,11 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+import msgspec
 
 from bench.baselines import start_baseline_server
+from bench.depths import measure_depths
 from bench.environment import PostgresServer, ServiceProcess, free_port, run_cli, service_env
 from bench.http_suite import (
     LoadSettings,
@@ -21,12 +23,28 @@ from bench.http_suite import (
 )
 from bench.loadgen import Target, run_load, wrk_available
 from bench.machine import describe_machine
+from bench.mixed import measure_mixed
+from bench.results import (
+    DepthSweep,
+    EndpointFigures,
+    Mixed,
+    Moves,
+    Options,
+    RunResult,
+    Scale,
+    ScaledRead,
+    ScaleSide,
+    Seeds,
+    SeriesFigures,
+    SqlComparison,
+    Writes,
+)
 from bench.seed import SeedReport, seed_database
 from bench.shapes import SeedPlan
 from bench.targets import evaluate_targets
 
 SMALL_SCALE = 10_000
-# Reads the service answers from its read cache (service/usecases/read_cache.py).
+# Reads the service answers from its read cache (service/caches/read_cache.py).
 CACHED_READS = frozenset({"get_tenant", "context_depth1", "context_depth5", "context_depth10"})
 
 
@@ -78,10 +96,10 @@ async def prepare(
     return Prepared(dsn, env, {"X-API-Key": created["plaintext_key"]}, seed)
 
 
-async def measure_baselines(prepared: Prepared, options: RunOptions) -> dict[str, Any]:
+async def measure_baselines(prepared: Prepared, options: RunOptions) -> dict[str, EndpointFigures]:
     load = options.load
     port = free_port()
-    results: dict[str, Any] = {}
+    results: dict[str, EndpointFigures] = {}
     async with await start_baseline_server(prepared.dsn, port, options.pool_size) as _server:
         base = f"http://127.0.0.1:{port}"
         cases = {
@@ -105,45 +123,82 @@ async def measure_baselines(prepared: Prepared, options: RunOptions) -> dict[str
                 duration_s=load.duration_s,
                 tool=load.tool,
             )
-            results[name] = {"load": measured.to_json()}
+            results[name] = EndpointFigures(load=measured.figures())
             say(f"{name}: {measured.rps:,.0f} req/s, p99 {measured.p99_ms:.2f} ms")
     return results
 
 
-async def run_suite(options: RunOptions, server: PostgresServer) -> dict[str, Any]:
+async def run_suite(options: RunOptions, server: PostgresServer) -> RunResult:
     started = time.perf_counter()
-    result: dict[str, Any] = {
-        "mode": options.mode,
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "options": {
-            "tenants": options.tenants,
-            "connections": options.load.connections,
-            "duration_s": options.load.duration_s,
-            "pool_size": options.pool_size,
-            "load_tool": "wrk" if options.load.tool != "python" and wrk_available() else "python",
-        },
-    }
+    started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    run_options = Options(
+        tenants=options.tenants,
+        connections=options.load.connections,
+        duration_s=options.load.duration_s,
+        pool_size=options.pool_size,
+        load_tool="wrk" if options.load.tool != "python" and wrk_available() else "python",
+    )
+    sql: SqlComparison | None = None
     with tempfile.TemporaryDirectory(prefix="bench-") as scratch:
         work_dir = Path(scratch)
-        result["machine"] = describe_machine(await server.server_version(), server.kind)
-        say(f"seeding {options.tenants:,} tenants and {SMALL_SCALE:,} for the scale comparison")
+        machine = describe_machine(await server.server_version(), server.kind)
+        small_too = (
+            f" and {SMALL_SCALE:,} for the scale comparison" if options.wants("scale") else ""
+        )
+        say(f"seeding {options.tenants:,} tenants{small_too}")
         main = await prepare(server, "bench_main", options.tenants, work_dir, options.pool_size)
-        small = await prepare(server, "bench_small", SMALL_SCALE, work_dir, options.pool_size)
-        result["seed"] = {"main": main.seed.to_json(), "small": small.seed.to_json()}
+        small = (
+            await prepare(server, "bench_small", SMALL_SCALE, work_dir, options.pool_size)
+            if options.wants("scale")
+            else None
+        )
         if not options.skip_sql and options.wants("sql"):
             say("SQL comparison: closure table, recursive CTE, ltree")
-            result["sql"] = await _sql_comparison(main.dsn, options.sql_repeats)
+            sql = await _sql_comparison(main.dsn, options.sql_repeats)
         say("baselines")
-        result["baselines"] = await measure_baselines(main, options)
-        result["endpoints"], result["writes"], result["moves"] = await _service_runs(main, options)
-        say(f"scale comparison at {SMALL_SCALE:,} tenants")
-        result["scale"] = await _scale_comparison(main, small, options)
-    result["targets"] = evaluate_targets(result)
-    result["elapsed_s"] = round(time.perf_counter() - started, 1)
-    return result
+        baselines = await measure_baselines(main, options)
+        endpoints, writes, moves = await _service_runs(main, options)
+        mixed: Mixed | None = None
+        if options.wants("mixed"):
+            say("mixed workload: contexts read while config writes and moves arrive")
+            b_db = baselines.get("B_db")
+            mixed = await measure_mixed(
+                main.env, main.headers, main.seed, options.load,
+                None if b_db is None else b_db.load.rps,
+            )  # fmt: skip
+        depths: DepthSweep | None = None
+        if options.wants("depths"):
+            say("context and ancestors against depth, read cache off")
+            depths = await measure_depths(
+                main.env, main.headers, main.seed, max(20, options.load.latency_samples // 4)
+            )
+        scale: Scale | None = None
+        if small is not None:
+            say(f"scale comparison at {SMALL_SCALE:,} tenants")
+            scale = await _scale_comparison(main, small, options)
+    result = RunResult(
+        mode=options.mode,
+        started_at=started_at,
+        options=run_options,
+        machine=machine,
+        seed=Seeds(main=main.seed.figures(), small=None if small is None else small.seed.figures()),
+        sql=sql,
+        baselines=baselines,
+        endpoints=endpoints,
+        writes=writes,
+        moves=moves,
+        scale=scale,
+        mixed=mixed,
+        depths=depths,
+    )
+    return msgspec.structs.replace(
+        result,
+        targets=evaluate_targets(result),
+        elapsed_s=round(time.perf_counter() - started, 1),
+    )
 
 
-async def _sql_comparison(dsn: str, repeats: int) -> dict[str, Any]:
+async def _sql_comparison(dsn: str, repeats: int) -> SqlComparison:
     import asyncpg
 
     from bench.sqlcompare import compare_strategies
@@ -157,7 +212,7 @@ async def _sql_comparison(dsn: str, repeats: int) -> dict[str, Any]:
 
 async def _service_runs(
     prepared: Prepared, options: RunOptions
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+) -> tuple[dict[str, EndpointFigures], Writes, Moves]:
     service = ServiceProcess(prepared.env, free_port())
     await service.start()
     try:
@@ -165,8 +220,8 @@ async def _service_runs(
         reads = await measure_reads(
             service.base_url, prepared.headers, prepared.seed, options.load, options.only
         )
-        writes: dict[str, Any] = {}
-        moves: dict[str, Any] = {}
+        writes = Writes()
+        moves = Moves()
         if options.wants("writes"):
             say("writes")
             writes = await measure_writes(
@@ -185,7 +240,7 @@ async def _service_runs(
     return reads, writes, moves
 
 
-async def _uncached_reads(prepared: Prepared, options: RunOptions) -> dict[str, Any]:
+async def _uncached_reads(prepared: Prepared, options: RunOptions) -> dict[str, EndpointFigures]:
     """The cached endpoints measured on a service whose read cache is off: what a
     request costs when the cache misses (a cold process, a tenant seen for the first
     time, the moment after a change)."""
@@ -204,26 +259,21 @@ def uncached(env: dict[str, str]) -> dict[str, str]:
     return {**env, "READ_CACHE_SIZE": "0"}
 
 
-SCALED_READS = ("context_depth10", "ancestors_depth10")
 SCALE_ROUNDS = 3
 
 
-async def _scale_comparison(main: Prepared, small: Prepared, options: RunOptions) -> dict[str, Any]:
+async def _scale_comparison(main: Prepared, small: Prepared, options: RunOptions) -> Scale:
     """End-to-end latency of context and ancestors at depth 10, the same requests on
     both databases. Both services run side by side and are measured in alternation,
     SCALE_ROUNDS times each, so a slow patch of the shared machine hits both sizes; the
     figure per size is the median of its rounds' p50s."""
-    figures: dict[str, Any] = {
-        "read_cache": "off (the database path is what scales)",
-        "rounds": SCALE_ROUNDS,
-    }
     services = {
         label: ServiceProcess(uncached(prepared.env), free_port())
         for label, prepared in (("small", small), ("main", main))
     }
     prepared_by = {"small": small, "main": main}
-    rounds: dict[str, dict[str, list[dict[str, Any]]]] = {
-        label: {name: [] for name in SCALED_READS} for label in services
+    rounds: dict[str, dict[str, list[SeriesFigures]]] = {
+        label: {"context_depth10": [], "ancestors_depth10": []} for label in services
     }
     try:
         for service in services.values():
@@ -232,8 +282,8 @@ async def _scale_comparison(main: Prepared, small: Prepared, options: RunOptions
             for label, service in services.items():
                 prepared = prepared_by[label]
                 targets = read_targets(prepared.seed)
-                for name in SCALED_READS:
-                    rounds[label][name].append(
+                for name, series in rounds[label].items():
+                    series.append(
                         await measure_latency(
                             service.base_url,
                             prepared.headers,
@@ -244,16 +294,33 @@ async def _scale_comparison(main: Prepared, small: Prepared, options: RunOptions
     finally:
         for service in services.values():
             await service.stop()
-    for label, by_name in rounds.items():
-        figures[label] = {"tenants": prepared_by[label].seed.tenants}
-        for name, series in by_name.items():
-            p50s = sorted(s["p50_ms"] for s in series)
-            figures[label][name] = {
-                "p50_ms": p50s[len(p50s) // 2],
-                "round_p50s_ms": [s["p50_ms"] for s in series],
-                "p99_ms": max(s["p99_ms"] for s in series),
-            }
-    for name in SCALED_READS:
-        small_p50 = figures["small"][name]["p50_ms"]
-        figures[f"{name}_ratio"] = round(figures["main"][name]["p50_ms"] / small_p50, 2)
-    return figures
+    sides = {
+        label: ScaleSide(
+            tenants=prepared_by[label].seed.tenants,
+            context_depth10=_scaled(by_name["context_depth10"]),
+            ancestors_depth10=_scaled(by_name["ancestors_depth10"]),
+        )
+        for label, by_name in rounds.items()
+    }
+    small_side, main_side = sides["small"], sides["main"]
+    return Scale(
+        read_cache="off (the database path is what scales)",
+        rounds=SCALE_ROUNDS,
+        small=small_side,
+        main=main_side,
+        context_depth10_ratio=round(
+            main_side.context_depth10.p50_ms / small_side.context_depth10.p50_ms, 2
+        ),
+        ancestors_depth10_ratio=round(
+            main_side.ancestors_depth10.p50_ms / small_side.ancestors_depth10.p50_ms, 2
+        ),
+    )
+
+
+def _scaled(series: list[SeriesFigures]) -> ScaledRead:
+    p50s = sorted(s.p50_ms for s in series)
+    return ScaledRead(
+        p50_ms=p50s[len(p50s) // 2],
+        round_p50s_ms=[s.p50_ms for s in series],
+        p99_ms=max(s.p99_ms for s in series),
+    )

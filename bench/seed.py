@@ -12,11 +12,12 @@ import contextlib
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 import asyncpg
 
+from bench.mixed_picks import MixedPicks, pick_mixed
+from bench.results import SeedFigures
 from bench.shapes import Forest, SeedPlan, build_forest, sample_nodes
 from bench.sqlfiles import bench_queries
 
@@ -47,19 +48,21 @@ class SeedReport:
     landmarks: dict[str, str]
     depths: dict[str, int]
     samples: list[str]
+    # The mixed-workload benchmark's tenants (bench/mixed.py).
+    mixed: MixedPicks | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "plan": asdict(self.plan),
-            "tenants": self.tenants,
-            "closure_rows": self.closure_rows,
-            "config_entries": self.config_entries,
-            "permission_policies": self.permission_policies,
-            "generate_s": round(self.generate_s, 2),
-            "copy_s": round(self.copy_s, 2),
-            "index_s": round(self.index_s, 2),
-            "total_s": round(self.total_s, 2),
-        }
+    def figures(self) -> SeedFigures:
+        return SeedFigures(
+            plan=self.plan,
+            tenants=self.tenants,
+            closure_rows=self.closure_rows,
+            config_entries=self.config_entries,
+            permission_policies=self.permission_policies,
+            generate_s=round(self.generate_s, 2),
+            copy_s=round(self.copy_s, 2),
+            index_s=round(self.index_s, 2),
+            total_s=round(self.total_s, 2),
+        )
 
 
 class SeedError(RuntimeError):
@@ -73,10 +76,12 @@ async def seed_database(dsn: str, plan: SeedPlan, *, region: str = "default") ->
     queries = bench_queries()
     conn = await asyncpg.connect(dsn)
     try:
-        if await conn.fetchval(queries.sql("count_tenants")):
+        if await queries["count_tenants"].value(conn):
             raise SeedError("the benchmark database already holds tenants")
-        constraints = await conn.fetch(queries.sql("list_bulk_load_constraints"), SEEDED_TABLES)
-        indexes = await conn.fetch(queries.sql("list_bulk_load_indexes"), SEEDED_TABLES)
+        constraints = await queries["list_bulk_load_constraints"].many(
+            conn, table_names=SEEDED_TABLES
+        )
+        indexes = await queries["list_bulk_load_indexes"].many(conn, table_names=SEEDED_TABLES)
         async with conn.transaction():
             for row in reversed(constraints):
                 await conn.execute(row["drop_ddl"])
@@ -88,12 +93,12 @@ async def seed_database(dsn: str, plan: SeedPlan, *, region: str = "default") ->
             await conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
             for row in [*indexes, *constraints]:
                 await conn.execute(row["create_ddl"])
-        await conn.execute(queries.sql("vacuum_seeded_tables"))
+        await queries["vacuum_seeded_tables"].exec(conn)
         # A DSN without the privilege leaves it to the server's own checkpoints.
         with contextlib.suppress(asyncpg.InsufficientPrivilegeError):
-            await conn.execute(queries.sql("checkpoint_after_seeding"))
+            await queries["checkpoint_after_seeding"].exec(conn)
         indexed = time.perf_counter()
-        counts = await conn.fetchrow(queries.sql("count_seeded_rows"))
+        counts = await queries["count_seeded_rows"].one(conn)
         assert counts is not None
     finally:
         await conn.close()
@@ -110,6 +115,7 @@ async def seed_database(dsn: str, plan: SeedPlan, *, region: str = "default") ->
         landmarks={name: str(forest.ids[node]) for name, node in forest.landmarks.items()},
         depths={name: forest.depths[node] for name, node in forest.landmarks.items()},
         samples=[str(forest.ids[node]) for node in sample_nodes(forest, 1000, plan.seed)],
+        mixed=pick_mixed(forest, plan.seed),
     )
 
 

@@ -128,6 +128,8 @@ def _deep(forest: Forest, rng: random.Random, plan: SeedPlan) -> None:
     forest.landmarks["deep15_leaf"] = chain[-1]
     deepest = forest.chain(rng, DEEPEST_CHAIN_DEPTH)
     forest.landmarks["deep31_leaf"] = deepest[-1]
+    for depth, node in enumerate(deepest):  # the depth sweep (bench/depths.py)
+        forest.landmarks[f"deep31_d{depth}"] = node
 
 
 def _balanced(forest: Forest, rng: random.Random, plan: SeedPlan) -> None:

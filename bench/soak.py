@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import random
 import statistics
@@ -41,7 +40,9 @@ import asyncpg
 import psutil
 from aiohttp import web
 
+from bench.results import MemoryRow, SoakReport, encode
 from bench.soak_processes import Services, own_postgres, prepare_database
+from bench.sqlfiles import bench_queries
 
 SAMPLE_SECONDS = 5.0
 EVENTS = [
@@ -225,11 +226,11 @@ async def sample_memory(
             await asyncio.wait_for(stop.wait(), SAMPLE_SECONDS)
 
 
-def memory_verdict(samples: list[tuple[float, list[int]]]) -> tuple[bool, list[dict[str, Any]]]:
+def memory_verdict(samples: list[tuple[float, list[int]]]) -> tuple[bool, list[MemoryRow]]:
     """Per process: mean RSS after warm-up (20-40 % of the run, minutes 2-4 of 10)
     against the last 20 % of the run. Flat: grown less than 15 %."""
     end = samples[-1][0]
-    rows: list[dict[str, Any]] = []
+    rows: list[MemoryRow] = []
     flat = True
     for index in range(len(samples[0][1])):
 
@@ -242,13 +243,13 @@ def memory_verdict(samples: list[tuple[float, list[int]]]) -> tuple[bool, list[d
         growth = (late - early) / early * 100
         flat = flat and growth < 15
         rows.append(
-            {
-                "process": index,
-                "after_warm_up_mib": round(early / 2**20, 1),
-                "at_the_end_mib": round(late / 2**20, 1),
-                "peak_mib": round(max(s[1][index] for s in samples) / 2**20, 1),
-                "growth_pct": round(growth, 1),
-            }
+            MemoryRow(
+                process=index,
+                after_warm_up_mib=round(early / 2**20, 1),
+                at_the_end_mib=round(late / 2**20, 1),
+                peak_mib=round(max(s[1][index] for s in samples) / 2**20, 1),
+                growth_pct=round(growth, 1),
+            )
         )
     return flat, rows
 
@@ -256,15 +257,13 @@ def memory_verdict(samples: list[tuple[float, list[int]]]) -> tuple[bool, list[d
 async def drain(conn: asyncpg.Connection, within: float) -> int:
     deadline = time.monotonic() + within
     while True:
-        left = int(
-            await conn.fetchval("SELECT count(*) FROM webhook_deliveries WHERE status <> 'success'")
-        )
+        left = int(await bench_queries()["count_unfinished_deliveries"].value(conn))
         if left == 0 or time.monotonic() > deadline:
             return left
         await asyncio.sleep(1)
 
 
-async def soak(args: argparse.Namespace, dsn: str, data_dir: Path) -> dict[str, Any]:
+async def soak(args: argparse.Namespace, dsn: str, data_dir: Path) -> SoakReport:
     receiver = Receiver()
     await receiver.start()
     admin_key = await prepare_database(dsn)
@@ -290,17 +289,11 @@ async def soak(args: argparse.Namespace, dsn: str, data_dir: Path) -> dict[str, 
         conn = await asyncpg.connect(dsn)
         try:
             left = await drain(conn, within=120)
-            events = int(await conn.fetchval("SELECT count(*) FROM events"))
-            undelivered_events = int(
-                await conn.fetchval(
-                    "SELECT count(*) FROM events e WHERE NOT EXISTS "
-                    "(SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)"
-                )
-            )
-            ids = {str(r["id"]) for r in await conn.fetch("SELECT id FROM webhook_deliveries")}
-            attempts = int(
-                await conn.fetchval("SELECT coalesce(sum(attempts), 0) FROM webhook_deliveries")
-            )
+            queries = bench_queries()
+            events = int(await queries["count_events"].value(conn))
+            undelivered_events = int(await queries["count_events_without_delivery"].value(conn))
+            ids = {str(r["id"]) for r in await queries["list_delivery_ids"].many(conn)}
+            attempts = int(await queries["sum_delivery_attempts"].value(conn))
         finally:
             await conn.close()
     await receiver.stop()
@@ -309,35 +302,35 @@ async def soak(args: argparse.Namespace, dsn: str, data_dir: Path) -> dict[str, 
     requests = sum(load.statuses.values())
     latencies = sorted(load.latencies)
     five_xx = sum(n for s, n in load.statuses.items() if s >= 500)
-    return {
-        "minutes": args.minutes,
-        "processes": args.processes,
-        "clients": args.clients,
-        "requests": requests,
-        "requests_per_second": round(requests / elapsed, 1),
-        "p50_ms": round(latencies[len(latencies) // 2] * 1000, 1) if latencies else None,
-        "p99_ms": round(latencies[int(len(latencies) * 0.99)] * 1000, 1) if latencies else None,
-        "statuses": dict(sorted(load.statuses.items())),
-        "refusals": dict(load.refusals.most_common()),
-        "five_xx": five_xx,
-        "client_errors": dict(load.errors),
-        "tenants_created": len(load.tenants),
-        "events": events,
-        "deliveries": len(ids),
-        "delivery_attempts": attempts,
-        "receiver_requests": receiver.requests,
-        "deliveries_not_finished": left,
-        "events_without_delivery": undelivered_events,
-        "deliveries_never_received": never_received,
-        "memory": memory,
-        "memory_flat": flat,
-        "ok": five_xx == 0
+    return SoakReport(
+        minutes=args.minutes,
+        processes=args.processes,
+        clients=args.clients,
+        requests=requests,
+        requests_per_second=round(requests / elapsed, 1),
+        p50_ms=round(latencies[len(latencies) // 2] * 1000, 1) if latencies else None,
+        p99_ms=round(latencies[int(len(latencies) * 0.99)] * 1000, 1) if latencies else None,
+        statuses=dict(sorted(load.statuses.items())),
+        refusals=dict(load.refusals.most_common()),
+        five_xx=five_xx,
+        client_errors=dict(load.errors),
+        tenants_created=len(load.tenants),
+        events=events,
+        deliveries=len(ids),
+        delivery_attempts=attempts,
+        receiver_requests=receiver.requests,
+        deliveries_not_finished=left,
+        events_without_delivery=undelivered_events,
+        deliveries_never_received=never_received,
+        memory=memory,
+        memory_flat=flat,
+        ok=five_xx == 0
         and not load.errors
         and left == 0
         and undelivered_events == 0
         and never_received == 0
         and flat,
-    }
+    )
 
 
 @contextlib.contextmanager
@@ -360,11 +353,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with database() as dsn, tempfile.TemporaryDirectory(prefix="tsvc-soak-") as data_dir:
         report = asyncio.run(soak(args, dsn, Path(data_dir)))
-    text = json.dumps(report, indent=2)
-    sys.stdout.write(text + "\n")
+    text = encode(report)
+    sys.stdout.write(text.decode())
     if args.json is not None:
-        args.json.write_text(text + "\n")
-    return 0 if report["ok"] else 1
+        args.json.write_bytes(text)
+    return 0 if report.ok else 1
 
 
 if __name__ == "__main__":

@@ -24,8 +24,8 @@ from service.db.migrations import apply_migrations
 from service.db.pool import connect
 from service.db.queries import Queries
 from service.repositories.registry import Repositories
-from service.usecases.api_key_issuing import issue_api_key
-from service.usecases.recording import ChangeRecorder
+from service.usecases.common.recording import ChangeRecorder
+from service.usecases.keys.issuing import issue_api_key
 
 # One set of secrets per soak, shared by the processes and the key made up front.
 SECRETS = {

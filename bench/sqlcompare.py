@@ -27,14 +27,28 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import asyncpg
+import msgspec
 import orjson
 
+from bench.results import (
+    DepthPick,
+    Ltree,
+    Operation,
+    Samples,
+    Sampling,
+    SqlComparison,
+    SubtreePick,
+    Timing,
+    encode,
+)
+from bench.sqlfiles import bench_queries
 from service.db.pool import connect
-from service.db.queries import Queries, Query, parse_query_file
+from service.db.queries import Queries, Query
 
-SQL_DIR = Path(__file__).resolve().parent.parent / "sql" / "bench"
-SQL_FILES = ("hierarchy_comparison.sql", "sqlcompare_samples.sql")
 STRATEGIES = ("closure", "cte", "ltree")
+# Each strategy's queries are named <strategy>_<operation> in sql/bench (the closure
+# context is the service's own resolve_tenant_context).
+OPERATIONS = ("list_ancestors", "list_descendants", "resolve_tenant_context")
 WARMUPS = 2
 DEPTH_TARGETS = (1, 5, 10)
 SUBTREE_TARGETS = (100, 10_000)
@@ -47,33 +61,21 @@ SAMPLE_SEED = 7
 Normalize = Callable[[list[asyncpg.Record]], Any]
 
 
-def load_bench_queries() -> dict[str, Query]:
-    """This module's named queries, from its own files only (other benchmarks keep
-    theirs in sql/bench/ too)."""
-    queries: dict[str, Query] = {}
-    for name in SQL_FILES:
-        for query in parse_query_file((SQL_DIR / name).read_text(encoding="utf-8"), name):
-            if query.name in queries:
-                raise ValueError(f"query {query.name!r} defined twice in {SQL_FILES}")
-            queries[query.name] = query
-    return queries
-
-
 def _ms(ns: int | float) -> float:
     return round(ns / 1e6, 3)
 
 
-def summarize(samples_ns: Sequence[int], rows: int) -> dict[str, Any]:
+def summarize(samples_ns: Sequence[int], rows: int) -> Timing:
     ordered = sorted(samples_ns)
     # Nearest rank: with 20 samples the 99th percentile is the slowest one.
     p99 = ordered[max(0, math.ceil(0.99 * len(ordered)) - 1)]
-    return {
-        "p50_ms": _ms(statistics.median(ordered)),
-        "p99_ms": _ms(p99),
-        "max_ms": _ms(ordered[-1]),
-        "mean_ms": _ms(statistics.fmean(ordered)),
-        "rows": rows,
-    }
+    return Timing(
+        p50_ms=_ms(statistics.median(ordered)),
+        p99_ms=_ms(p99),
+        max_ms=_ms(ordered[-1]),
+        mean_ms=_ms(statistics.fmean(ordered)),
+        rows=rows,
+    )
 
 
 def _json_value(value: Any) -> Any:
@@ -97,72 +99,76 @@ def context_answer(rows: list[asyncpg.Record]) -> Any:
     ]
 
 
-async def pick_depth_samples(conn: asyncpg.Connection, q: dict[str, Query]) -> list[dict[str, Any]]:
+async def pick_depth_samples(conn: asyncpg.Connection, q: Queries) -> list[DepthPick]:
     """A tenant at each of DEPTH_TARGETS, the deepest level standing in for deeper ones."""
-    levels = [row["depth"] for row in await conn.fetch(q["count_tenants_by_depth"].sql)]
+    levels = [row["depth"] for row in await q["count_tenants_by_depth"].many(conn)]
     if not levels:
         raise ValueError("no tenants: seed the database first")
-    picks: list[dict[str, Any]] = []
+    picks: list[DepthPick] = []
     for target in DEPTH_TARGETS:
         depth = target if target in levels else max(levels)
-        if any(pick["depth"] == depth for pick in picks):
+        if any(pick.depth == depth for pick in picks):
             continue
-        row = await conn.fetchrow(q["pick_tenant_at_depth"].sql, depth)
+        row = await q["pick_tenant_at_depth"].one(conn, depth=depth)
         assert row is not None  # the level was just counted
-        picks.append({"target": target, "id": str(row["id"]), "depth": depth})
+        picks.append(DepthPick(target=target, id=str(row["id"]), depth=depth))
     return picks
 
 
 async def pick_subtree_samples(
-    conn: asyncpg.Connection, q: dict[str, Query]
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    conn: asyncpg.Connection, q: Queries
+) -> tuple[list[SubtreePick], Sampling]:
     """Per SUBTREE_TARGETS size, the tenant whose descendant count is nearest to it among
     candidates estimated from a row sample of tenant_closure, counted exactly."""
-    estimate = await conn.fetchval(q["estimate_closure_rows"].sql) or 0
+    estimate = await q["estimate_closure_rows"].value(conn) or 0
     percent = 100.0 if estimate <= SAMPLED_ROWS else 100.0 * SAMPLED_ROWS / estimate
-    candidates = await conn.fetch(
-        q["sample_subtree_candidates"].sql,
-        percent,
-        SAMPLE_SEED,
-        list(SUBTREE_TARGETS),
-        CANDIDATES,
+    candidates = await q["sample_subtree_candidates"].many(
+        conn,
+        sample_percent=percent,
+        sample_seed=SAMPLE_SEED,
+        target_sizes=list(SUBTREE_TARGETS),
+        per_target=CANDIDATES,
     )
-    picks: list[dict[str, Any]] = []
+    picks: list[SubtreePick] = []
     for target in SUBTREE_TARGETS:
-        counted: list[dict[str, Any]] = []
+        counted: list[SubtreePick] = []
         for candidate in (c for c in candidates if c["target"] == target):
-            row = await conn.fetchrow(q["count_subtree"].sql, candidate["id"])
+            row = await q["count_subtree"].one(conn, tenant_id=candidate["id"])
             assert row is not None  # closure rows reference existing tenants
-            counted.append({"target": target, "id": str(candidate["id"])} | dict(row))
+            counted.append(
+                SubtreePick(
+                    target=target,
+                    id=str(candidate["id"]),
+                    depth=row["depth"],
+                    descendants=row["descendants"],
+                )
+            )
         if counted:
-            picks.append(min(counted, key=lambda c: abs(c["descendants"] - target)))
-    sampling = {"percent": round(percent, 3), "closure_rows_estimate": estimate}
-    return picks, sampling
+            picks.append(min(counted, key=lambda c: abs(c.descendants - target)))
+    return picks, Sampling(percent=round(percent, 3), closure_rows_estimate=estimate)
 
 
-async def build_ltree(conn: asyncpg.Connection, q: dict[str, Query]) -> dict[str, Any]:
+async def build_ltree(conn: asyncpg.Connection, q: Queries) -> Ltree:
     """Install ltree if needed and build bench_ltree_paths, timing each step."""
-    state = await conn.fetchrow(q["ltree_extension_state"].sql)
+    state = await q["ltree_extension_state"].one(conn)
     assert state is not None
-    info: dict[str, Any] = {
-        "available": False,
-        "extension_installed_by_run": False,
-        "build_ms": None,
-        "rows": None,
-        "error": None,
-    }
     if not state["available"]:
-        info["error"] = "the server does not offer the ltree extension"
-        return info
+        return Ltree(
+            available=False,
+            extension_installed_by_run=False,
+            error="the server does not offer the ltree extension",
+        )
     steps: dict[str, float] = {}
+    installed = False
+    rows: int | None = None
     try:
         if not state["installed"]:
             started = time.perf_counter_ns()
-            await conn.execute(q["create_ltree_extension"].sql)
+            await q["create_ltree_extension"].exec(conn)
             steps["extension_ms"] = _ms(time.perf_counter_ns() - started)
-            info["extension_installed_by_run"] = True
+            installed = True
         # A run that died before its cleanup may have left the table behind.
-        await conn.execute(q["drop_ltree_paths_table"].sql)
+        await q["drop_ltree_paths_table"].exec(conn)
         for step, name in (
             ("create_ms", "create_ltree_paths_table"),
             ("fill_ms", "fill_ltree_paths"),
@@ -170,37 +176,49 @@ async def build_ltree(conn: asyncpg.Connection, q: dict[str, Query]) -> dict[str
             ("analyze_ms", "analyze_ltree_paths"),
         ):
             started = time.perf_counter_ns()
-            status = await conn.execute(q[name].sql)
+            status = await q[name].exec(conn)
             steps[step] = _ms(time.perf_counter_ns() - started)
             if name == "fill_ltree_paths":
-                info["rows"] = int(status.split()[-1])  # "INSERT 0 <rows>"
+                rows = int(status.split()[-1])  # "INSERT 0 <rows>"
     except asyncpg.PostgresError as exc:
-        info["error"] = f"{type(exc).__name__}: {exc}"
-        return info
-    info["available"] = True
-    info["build_ms"] = steps | {"total_ms": round(sum(steps.values()), 3)}
+        return Ltree(
+            available=False,
+            extension_installed_by_run=installed,
+            rows=rows,
+            error=f"{type(exc).__name__}: {exc}",
+        )
+    return Ltree(
+        available=True,
+        extension_installed_by_run=installed,
+        build_ms=steps | {"total_ms": round(sum(steps.values()), 3)},
+        rows=rows,
+    )
+
+
+async def drop_ltree(conn: asyncpg.Connection, q: Queries, info: Ltree) -> Ltree:
+    """Drop the table, and the extension when this run installed it; info with any
+    error of the cleanup."""
+    await q["drop_ltree_paths_table"].exec(conn)
+    if info.extension_installed_by_run:
+        try:
+            await q["drop_ltree_extension"].exec(conn)
+        except asyncpg.PostgresError as exc:
+            # Something else came to depend on it meanwhile: leave it installed.
+            error = f"ltree left installed: {type(exc).__name__}: {exc}"
+            return msgspec.structs.replace(info, error=error)
     return info
 
 
-async def drop_ltree(conn: asyncpg.Connection, q: dict[str, Query], info: dict[str, Any]) -> None:
-    await conn.execute(q["drop_ltree_paths_table"].sql)
-    if info["extension_installed_by_run"]:
-        try:
-            await conn.execute(q["drop_ltree_extension"].sql)
-        except asyncpg.PostgresError as exc:
-            # Something else came to depend on it meanwhile: leave it installed.
-            info["error"] = f"ltree left installed: {type(exc).__name__}: {exc}"
-
-
 async def time_statements(
-    conn: asyncpg.Connection, statements: dict[str, str], argument: Any, repeats: int
+    conn: asyncpg.Connection, statements: dict[str, Query], tenant_id: str, repeats: int
 ) -> tuple[dict[str, list[int]], dict[str, list[asyncpg.Record]]]:
-    """Run each prepared statement WARMUPS times untimed, then `repeats` times timed (ns);
-    returns the samples and each statement's last rows."""
-    prepared = {s: await conn.prepare(sql) for s, sql in statements.items()}
-    for statement in prepared.values():
+    """Run each query (taking tenant_id) as a prepared statement WARMUPS times untimed,
+    then `repeats` times timed (ns); returns the samples and each one's last rows."""
+    prepared = {s: await conn.prepare(query.sql) for s, query in statements.items()}
+    args = {s: query.args(tenant_id=tenant_id) for s, query in statements.items()}
+    for s, statement in prepared.items():
         for _ in range(WARMUPS):
-            await statement.fetch(argument)
+            await statement.fetch(*args[s])
     names = list(prepared)
     samples: dict[str, list[int]] = {s: [] for s in names}
     answers: dict[str, list[asyncpg.Record]] = {}
@@ -208,120 +226,123 @@ async def time_statements(
         # Take turns at going first, so no strategy always runs on a colder cache.
         for s in names[i % len(names) :] + names[: i % len(names)]:
             started = time.perf_counter_ns()
-            answers[s] = await prepared[s].fetch(argument)
+            answers[s] = await prepared[s].fetch(*args[s])
             samples[s].append(time.perf_counter_ns() - started)
     return samples, answers
 
 
 async def time_operation(
     conn: asyncpg.Connection,
-    statements: dict[str, str],
-    argument: Any,
+    statements: dict[str, Query],
+    pick: DepthPick | SubtreePick,
     normalize: Normalize,
     repeats: int,
-) -> tuple[dict[str, Any], Any]:
-    """Time each strategy's statement on one argument and check they agree; returns the
-    figures and the closure strategy's answer."""
-    samples, answers = await time_statements(conn, statements, argument, repeats)
+) -> tuple[Operation, Any]:
+    """Time each strategy's statement on one sample tenant and check they agree; returns
+    the figures and the closure strategy's answer."""
+    samples, answers = await time_statements(conn, statements, pick.id, repeats)
     normalized = {s: normalize(rows) for s, rows in answers.items()}
     disagreeing = [s for s in normalized if normalized[s] != normalized["closure"]]
     strategies = {s: summarize(samples[s], len(answers[s])) for s in samples}
-    closure_p50 = strategies["closure"]["p50_ms"]
+    closure_p50 = strategies["closure"].p50_ms
     ratios = {
-        f"{s}/closure": round(strategies[s]["p50_ms"] / closure_p50, 2)
+        f"{s}/closure": round(strategies[s].p50_ms / closure_p50, 2)
         if s in strategies and closure_p50 > 0
         else None
         for s in STRATEGIES[1:]
     }
-    figures = {
-        "strategies": strategies,
-        "ratios_p50": ratios,
-        "agree": not disagreeing,
-        "disagreeing": disagreeing,
-    }
+    figures = Operation(
+        tenant_id=pick.id,
+        tenant_depth=pick.depth,
+        strategies=strategies,
+        ratios_p50=ratios,
+        agree=not disagreeing,
+        disagreeing=disagreeing,
+    )
     return figures, normalized["closure"]
 
 
-async def compare_strategies(conn: asyncpg.Connection, *, repeats: int = 20) -> dict[str, Any]:
+async def compare_strategies(conn: asyncpg.Connection, *, repeats: int = 20) -> SqlComparison:
     """Time closure, recursive CTE and ltree on sample tenants picked from the seeded
-    data; see the module docstring. The returned dict is JSON-able."""
+    data; see the module docstring."""
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
-    q = load_bench_queries()
+    q = bench_queries()
     depth_picks = await pick_depth_samples(conn, q)
     subtree_picks, sampling = await pick_subtree_samples(conn, q)
     visibility = {
-        row["relname"]: row["all_visible"] for row in await conn.fetch(q["table_visibility"].sql)
+        row["relname"]: row["all_visible"] for row in await q["table_visibility"].many(conn)
     }
     ltree = await build_ltree(conn, q)
-    strategies = [s for s in STRATEGIES if s != "ltree" or ltree["available"]]
+    strategies = [s for s in STRATEGIES if s != "ltree" or ltree.available]
     # The closure context is the service's own query, so it cannot drift from it.
-    service_context = Queries.load().sql("resolve_tenant_context")
-    operations: dict[str, dict[str, Any]] = {}
+    service_context = Queries.load()["resolve_tenant_context"]
+    operations: dict[str, Operation] = {}
 
-    async def run(op: str, query_suffix: str, pick: dict[str, Any], normalize: Normalize) -> Any:
+    async def run(
+        op: str, operation: str, pick: DepthPick | SubtreePick, normalize: Normalize
+    ) -> Any:
         statements = {
             s: service_context
-            if (s, query_suffix) == ("closure", "resolve_tenant_context")
-            else q[f"{s}_{query_suffix}"].sql
+            if (s, operation) == ("closure", "resolve_tenant_context")
+            else q[f"{s}_{operation}"]
             for s in strategies
         }
-        figures, answer = await time_operation(conn, statements, pick["id"], normalize, repeats)
-        operations[op] = {"tenant_id": pick["id"], "tenant_depth": pick["depth"]} | figures
+        operations[op], answer = await time_operation(conn, statements, pick, normalize, repeats)
         return answer
 
     try:
         for pick in depth_picks:
-            await run(f"ancestors@depth{pick['depth']}", "list_ancestors", pick, ids_in_order)
-        for pick in subtree_picks:
-            await run(f"descendants_{pick['target']}", "list_descendants", pick, ids_as_set)
+            await run(f"ancestors@depth{pick.depth}", "list_ancestors", pick, ids_in_order)
+        for subtree in subtree_picks:
+            await run(f"descendants_{subtree.target}", "list_descendants", subtree, ids_as_set)
         for pick in depth_picks:
-            await run(f"context@depth{pick['depth']}", "resolve_tenant_context", pick,
+            await run(f"context@depth{pick.depth}", "resolve_tenant_context", pick,
                       context_answer)  # fmt: skip
         # What every figure carries for the round trip, protocol and decoding alone
         # (measured last, on a connection as warm as the one the strategies ran on).
         floor_samples, floor_rows = await time_statements(
-            conn, {"floor": q["echo_tenant_id"].sql}, depth_picks[0]["id"], repeats
+            conn, {"floor": q["echo_tenant_id"]}, depth_picks[0].id, repeats
         )
         floor = summarize(floor_samples["floor"], len(floor_rows["floor"]))
     finally:
-        await drop_ltree(conn, q, ltree)
-    return {
-        "repeats": repeats,
-        "warmups": WARMUPS,
-        "server_version": conn.get_server_version().major,
-        "all_visible_fraction": visibility,
-        "round_trip_floor": floor,
-        "ltree": ltree,
-        "samples": {"depth": depth_picks, "subtree": subtree_picks, "sampling": sampling},
-        "operations": operations,
-        "all_agree": all(e["agree"] for e in operations.values()),
-    }
+        ltree = await drop_ltree(conn, q, ltree)
+    return SqlComparison(
+        repeats=repeats,
+        warmups=WARMUPS,
+        server_version=conn.get_server_version().major,
+        all_visible_fraction=visibility,
+        round_trip_floor=floor,
+        ltree=ltree,
+        samples=Samples(depth=depth_picks, subtree=subtree_picks, sampling=sampling),
+        operations=operations,
+        all_agree=all(e.agree for e in operations.values()),
+    )
 
 
-def format_table(result: dict[str, Any]) -> str:
+def format_table(result: SqlComparison) -> str:
     """A side-by-side text table of compare_strategies' result."""
-    ltree = result["ltree"]
-    names = [s for s in STRATEGIES if s != "ltree" or ltree["available"]]
+    ltree = result.ltree
+    names = [s for s in STRATEGIES if s != "ltree" or ltree.available]
     lines = [
         f"Hierarchy queries: {' vs '.join(names)} "
-        f"({result['repeats']} runs after {result['warmups']} warm-ups; "
+        f"({result.repeats} runs after {result.warmups} warm-ups; "
         "times in ms, p50 / p99 / mean; ratios of p50s)",
     ]
-    if ltree["available"]:
-        build = ltree["build_ms"]
+    if ltree.available and ltree.build_ms is not None:
+        build = ltree.build_ms
         steps = ", ".join(f"{k[:-3]} {v:,.0f}" for k, v in build.items() if k != "total_ms")
         lines.append(
-            f"ltree table: {ltree['rows']:,} rows built in {build['total_ms']:,.0f} ms ({steps})"
+            f"ltree table: {ltree.rows or 0:,} rows built in {build['total_ms']:,.0f} ms ({steps})"
         )
     else:
-        lines.append(f"ltree: not compared ({ltree['error']})")
-    visible = ", ".join(f"{k} {v:.0%}" for k, v in result["all_visible_fraction"].items())
+        lines.append(f"ltree: not compared ({ltree.error})")
+    visible = ", ".join(f"{k} {v:.0%}" for k, v in result.all_visible_fraction.items())
     lines.append(f"all-visible pages (index-only scans skip the heap): {visible}")
-    floor = result["round_trip_floor"]
+    floor = result.round_trip_floor
     lines.append(
-        f"round-trip floor (a statement reading no table): p50 {floor['p50_ms']:.3f} ms, "
-        f"p99 {floor['p99_ms']:.3f} ms, mean {floor['mean_ms']:.3f} ms"
+        f"round-trip floor (a statement reading no table): p50 {floor.p50_ms:.3f} ms, "
+        f"p99 {floor.p99_ms:.3f} ms, mean {floor.mean_ms:.3f} ms"
     )
     lines.append("")
     header = f"{'operation':<20}{'rows':>7}"
@@ -329,27 +350,26 @@ def format_table(result: dict[str, Any]) -> str:
         header += f" | {s + ' p50/p99/mean':>24}"
     header += " | " + "  ".join(f"{s}/closure" for s in names[1:]) + " | same"
     lines += [header, "-" * len(header)]
-    for op, entry in result["operations"].items():
-        stats = entry["strategies"]
-        line = f"{op:<20}{stats['closure']['rows']:>7}"
+    for op, entry in result.operations.items():
+        stats = entry.strategies
+        line = f"{op:<20}{stats['closure'].rows:>7}"
         for s in names:
             st = stats[s]
-            cell = f"{st['p50_ms']:.3f}/{st['p99_ms']:.3f}/{st['mean_ms']:.3f}"
+            cell = f"{st.p50_ms:.3f}/{st.p99_ms:.3f}/{st.mean_ms:.3f}"
             line += f" | {cell:>24}"
-        ratios = [entry["ratios_p50"].get(f"{s}/closure") for s in names[1:]]
+        ratios = [entry.ratios_p50.get(f"{s}/closure") for s in names[1:]]
         line += " | " + "  ".join(
             f"{'-' if r is None else f'{r:.2f}x':>{len(s) + 8}}"
             for s, r in zip(names[1:], ratios, strict=True)
         )
-        same = entry["agree"]
-        lines.append(line + (" | yes" if same else f" | NO {entry['disagreeing']}"))
+        lines.append(line + (" | yes" if entry.agree else f" | NO {entry.disagreeing}"))
     lines += ["", "samples:"]
-    for pick in result["samples"]["depth"]:
-        lines.append(f"  depth {pick['depth']:>2} (asked {pick['target']:>2}): {pick['id']}")
-    for pick in result["samples"]["subtree"]:
+    for pick in result.samples.depth:
+        lines.append(f"  depth {pick.depth:>2} (asked {pick.target:>2}): {pick.id}")
+    for subtree in result.samples.subtree:
         lines.append(
-            f"  {pick['descendants']:>6,} descendants (asked {pick['target']:,}): "
-            f"{pick['id']} at depth {pick['depth']}"
+            f"  {subtree.descendants:>6,} descendants (asked {subtree.target:,}): "
+            f"{subtree.id} at depth {subtree.depth}"
         )
     return "\n".join(lines)
 
@@ -370,7 +390,7 @@ def is_loopback_dsn(dsn: str) -> bool:
     return True
 
 
-async def _run(dsn: str, repeats: int) -> dict[str, Any]:
+async def _run(dsn: str, repeats: int) -> SqlComparison:
     conn = await connect(dsn)
     try:
         return await compare_strategies(conn, repeats=repeats)
@@ -391,8 +411,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = asyncio.run(_run(args.dsn, args.repeats))
     print(format_table(result))
     if args.output_json:
-        args.output_json.write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2) + b"\n")
-    return 0 if result["all_agree"] else 1
+        args.output_json.write_bytes(encode(result))
+    return 0 if result.all_agree else 1
 
 
 if __name__ == "__main__":

@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+
+from bench.results import EndpointFigures, Mixed, MoveFigures, RunResult, TargetResult
 
 MILLION = 1_000_000
 
 
-def _get(result: dict[str, Any], *path: str) -> Any:
-    node: Any = result
-    for key in path:
-        if not isinstance(node, dict) or key not in node:
-            return None
-        node = node[key]
-    return node
+def _rps(figures: EndpointFigures | None) -> float | None:
+    return None if figures is None else figures.load.rps
 
 
 def _target(
@@ -24,22 +20,32 @@ def _target(
     ok: Callable[[float], bool],
     unit: str,
     note: str = "",
-) -> dict[str, Any]:
-    return {
-        "target": name,
-        "goal": goal,
-        "value": None if value is None else round(value, 3),
-        "unit": unit,
-        "met": None if value is None else ok(value),
-        "note": note if value is not None else note or "not measured in this run",
-    }
+) -> TargetResult:
+    return TargetResult(
+        target=name,
+        goal=goal,
+        value=None if value is None else round(value, 3),
+        unit=unit,
+        met=None if value is None else ok(value),
+        note=note if value is not None else note or "not measured in this run",
+    )
 
 
-def evaluate_targets(result: dict[str, Any]) -> list[dict[str, Any]]:
-    b_db = _get(result, "baselines", "B_db", "load", "rps")
-    get_rps = _get(result, "endpoints", "get_tenant", "load", "rps")
-    ctx = _get(result, "endpoints", "context_depth10", "load") or {}
-    tenants = _get(result, "seed", "main", "tenants") or 0
+# The read endpoints the targets judge (names of bench/http_suite.py read_targets).
+JUDGED_READS = ("get_tenant", "context_depth10", "descendants_10000")
+
+
+def evaluate_targets(result: RunResult) -> list[TargetResult]:
+    b_db = _rps(result.baselines.get("B_db"))
+    get_rps = _rps(result.endpoints.get("get_tenant"))
+    ctx_figures = result.endpoints.get("context_depth10")
+    ctx = None if ctx_figures is None else ctx_figures.load
+    descendants = result.endpoints.get("descendants_10000")
+    descendants_seq = None if descendants is None else descendants.sequential
+    scale, sql, moves = result.scale, result.sql, result.moves
+    descendants_sql = None if sql is None else sql.operations.get("descendants_10000")
+    interference = moves.interference
+    tenants = result.seed.main.tenants
     at_scale = "" if tenants >= MILLION else f"main database holds {tenants:,} tenants, not 1M"
     targets = [
         _target(
@@ -52,21 +58,21 @@ def evaluate_targets(result: dict[str, Any]) -> list[dict[str, Any]]:
         _target(
             "GET context depth 10 vs B_db",
             ">= 0.5 x B_db RPS",
-            ctx["rps"] / b_db if ctx and b_db else None,
+            ctx.rps / b_db if ctx and b_db else None,
             lambda v: v >= 0.5,
             "x B_db",
         ),
         _target(
             "GET context depth 10 p99 at 32 connections",
             "< 25 ms",
-            ctx.get("p99_ms"),
+            None if ctx is None else ctx.p99_ms,
             lambda v: v < 25,
             "ms",
         ),
         _target(
             "context latency at scale vs 10k",
             "<= 1.3 x",
-            _get(result, "scale", "context_depth10_ratio"),
+            None if scale is None else scale.context_depth10_ratio,
             lambda v: v <= 1.3,
             "x",
             at_scale,
@@ -74,7 +80,7 @@ def evaluate_targets(result: dict[str, Any]) -> list[dict[str, Any]]:
         _target(
             "ancestors latency at scale vs 10k",
             "<= 1.3 x",
-            _get(result, "scale", "ancestors_depth10_ratio"),
+            None if scale is None else scale.ancestors_depth10_ratio,
             lambda v: v <= 1.3,
             "x",
             at_scale,
@@ -82,36 +88,36 @@ def evaluate_targets(result: dict[str, Any]) -> list[dict[str, Any]]:
         _target(
             "descendants of 10,000 p50 end to end",
             "< 80 ms",
-            _get(result, "endpoints", "descendants_10000", "sequential", "p50_ms"),
+            None if descendants_seq is None else descendants_seq.p50_ms,
             lambda v: v < 80,
             "ms",
         ),
         _target(
             "batch create of 100 p50",
             "< 60 ms",
-            _get(result, "writes", "batch_100", "p50_ms"),
+            None if result.writes.batch_100 is None else result.writes.batch_100.p50_ms,
             lambda v: v < 60,
             "ms",
         ),
         _target(
             "move of 10,000 tenants",
             "< 1.5 s",
-            _seconds(_get(result, "moves", "move_10000", "max_ms")),
+            _seconds(moves.move_10000),
             lambda v: v < 1.5,
             "s",
         ),
         _target(
             "move of 100,000 tenants",
             "< 15 s",
-            _seconds(_get(result, "moves", "move_100000", "max_ms")),
+            _seconds(moves.move_100000),
             lambda v: v < 15,
             "s",
         ),
         _target(
             "other requests' p99 during the 100,000 move",
             "<= 2 x",
-            _get(result, "moves", "interference", "p99_ratio")
-            if _get(result, "moves", "move_100000")
+            interference.p99_ratio
+            if interference is not None and moves.move_100000 is not None
             else None,
             lambda v: v <= 2,
             "x quiet p99",
@@ -119,7 +125,7 @@ def evaluate_targets(result: dict[str, Any]) -> list[dict[str, Any]]:
         _target(
             "closure vs recursive CTE, descendants of 10,000",
             ">= 3 x faster",
-            _get(result, "sql", "operations", "descendants_10000", "ratios_p50", "cte/closure"),
+            None if descendants_sql is None else descendants_sql.ratios_p50.get("cte/closure"),
             lambda v: v >= 3,
             "x",
             at_scale,
@@ -127,13 +133,52 @@ def evaluate_targets(result: dict[str, Any]) -> list[dict[str, Any]]:
         _target(
             "seeding 1,000,000 tenants",
             "< 180 s",
-            _get(result, "seed", "main", "total_s") if tenants >= MILLION else None,
+            result.seed.main.total_s if tenants >= MILLION else None,
             lambda v: v < 180,
             "s",
         ),
     ]
-    return targets
+    # Runs before the mixed workload existed are judged as they were.
+    return targets if result.mixed is None else targets + mixed_targets(result.mixed)
 
 
-def _seconds(ms: float | None) -> float | None:
-    return None if ms is None else ms / 1000
+# The mixed workload's targets: reads over at least this many tenants at this write rate.
+MIXED_TENANTS = 2_000
+MIXED_WRITES_PER_S = 50.0
+
+
+def mixed_targets(mixed: Mixed | None) -> list[TargetResult]:
+    phase = None if mixed is None else mixed.phase(MIXED_WRITES_PER_S)
+    note = ""
+    if mixed is not None and mixed.read_tenants < MIXED_TENANTS:
+        note = f"contexts of {mixed.read_tenants:,} tenants read, not {MIXED_TENANTS:,}"
+    return [
+        _target(
+            "context at 50 writes/s vs its no-write rate",
+            ">= 0.8 x",
+            None if phase is None else phase.x_no_writes,
+            lambda v: v >= 0.8,
+            "x no-write RPS",
+            note,
+        ),
+        _target(
+            "context at 50 writes/s vs B_db",
+            ">= 0.5 x B_db RPS",
+            None if phase is None else phase.x_b_db,
+            lambda v: v >= 0.5,
+            "x B_db",
+            note,
+        ),
+        _target(
+            "context at 50 writes/s p99",
+            "< 25 ms",
+            None if phase is None else phase.reads.p99_ms,
+            lambda v: v < 25,
+            "ms",
+            note,
+        ),
+    ]
+
+
+def _seconds(move: MoveFigures | None) -> float | None:
+    return None if move is None else move.max_ms / 1000

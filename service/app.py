@@ -8,14 +8,16 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+from service import tracing
 from service.auth.authenticator import Authenticator
 from service.bootstrap import prepare_database
-from service.config import Settings
+from service.caches.read_cache import ReadCache
 from service.console.assets import ConsoleAssets
 from service.crypto import Encryptor, KeyRing
 from service.db.migrations import load_migrations
 from service.db.pool import Database, connect
 from service.db.queries import Queries
+from service.delivery.runtime import WebhookRuntime
 from service.handlers import (
     api_keys,
     audit_logs,
@@ -26,15 +28,19 @@ from service.handlers import (
     encryption_keys,
     gdpr,
     health,
+    impact,
     maintenance,
     observability,
     regions,
     roles,
+    session,
     tenants,
     webhooks,
 )
 from service.http import appkeys as keys
+from service.http.consistency import consistency
 from service.http.freshness import forget_reads_after_writes
+from service.http.heavy_reads import HeavyReads
 from service.http.idempotency import idempotency
 from service.http.middleware import authenticate, request_context
 from service.http.openapi import DocumentCache
@@ -43,35 +49,15 @@ from service.logs import get_logger
 from service.metrics import Metrics
 from service.ratelimit.limiter import RateLimiter
 from service.repositories.registry import Repositories
-from service.usecases.api_key_commands import ApiKeyCommands
-from service.usecases.api_key_queries import ApiKeyQueries
-from service.usecases.audit_queries import AuditQueries
-from service.usecases.config_entries import ConfigEntries
-from service.usecases.consents import Consents
-from service.usecases.context import TenantContext
-from service.usecases.delivery_admin import DeliveryAdmin
-from service.usecases.deps import Deps
-from service.usecases.encryption_keys import EncryptionKeyRotation
-from service.usecases.idempotency import IdempotentAnswers
-from service.usecases.permissions import PermissionPolicies
-from service.usecases.read_cache import ReadCache
-from service.usecases.recording import ChangeRecorder
-from service.usecases.region_migration import RegionMigrations
-from service.usecases.retention import Retention
-from service.usecases.role_management import RoleManagement
-from service.usecases.tenant_changes import TenantChanges
-from service.usecases.tenant_creation import TenantCreation
-from service.usecases.tenant_export import TenantExport
-from service.usecases.tenant_moves import TenantMoves
-from service.usecases.tenant_purge import TenantPurge
-from service.usecases.tenant_queries import TenantQueries
-from service.usecases.webhook_changes import WebhookChanges
-from service.usecases.webhook_queries import WebhookQueries, WebhookTesting
-from service.webhooks.runtime import WebhookRuntime
+from service.settings import Settings
+from service.usecases.common.deps import Deps
+from service.usecases.common.recording import ChangeRecorder
+from service.usecases.registry import UseCases
 from service.webhooks.sender import WebhookNetwork
 
 log = get_logger("service.app")
-BOOTSTRAP_KEY = web.AppKey("bootstrap_key", bool)
+# The delivery worker and its sender: an entry point of its own, so its key lives here.
+WEBHOOK_RUNTIME = web.AppKey("webhook_runtime", WebhookRuntime)
 
 
 def apis() -> list[Api]:
@@ -80,6 +66,7 @@ def apis() -> list[Api]:
         observability.api,
         tenants.api,
         config.api,
+        impact.api,
         context.api,
         encryption_keys.api,
         api_keys.api,
@@ -91,13 +78,13 @@ def apis() -> list[Api]:
         regions.api,
         maintenance.api,
         console.api,
+        session.api,
     ]
 
 
 def create_app(
     settings: Settings,
     *,
-    bootstrap_key: bool = False,
     webhook_network: WebhookNetwork | None = None,
 ) -> web.Application:
     if settings.database_url is None:
@@ -105,14 +92,24 @@ def create_app(
     app = web.Application(
         client_max_size=settings.max_body_bytes,
         # forget_reads_after_writes wraps idempotency: it runs after held commits.
-        middlewares=[request_context, forget_reads_after_writes, authenticate, idempotency],
+        middlewares=[
+            *tracing.middlewares(),  # none unless OTEL_* turned tracing on
+            request_context,
+            consistency,
+            forget_reads_after_writes,
+            authenticate,
+            idempotency,
+        ],
     )
     queries = Queries.load()
     repos = Repositories.build(queries)
-    database = Database(settings)
+    database = Database(settings, queries)
     keyring = KeyRing(Encryptor(settings.encryption_key, settings.encryption_keys_previous))
     recorder = ChangeRecorder(repos.outbox, webhook_max_attempts=settings.webhook_max_attempts)
-    deps = Deps(settings, database, repos, recorder, keyring)
+    metrics = Metrics()
+    # Set at start in every worker, so the sum under --workers counts each one's pool.
+    metrics.pool_capacity.set(settings.db_pool_max_size)
+    deps = Deps(settings, database, repos, recorder, keyring, metrics)
     webhook_runtime = WebhookRuntime(deps, webhook_network)
 
     app[keys.SETTINGS] = settings
@@ -125,37 +122,23 @@ def create_app(
     limiter = RateLimiter(settings)
     reads = ReadCache(settings.read_cache_size)
     app[keys.READ_CACHE] = reads
+    app[keys.HEAVY_READS] = HeavyReads(
+        settings.heavy_reads_per_process,
+        settings.heavy_reads_per_caller,
+        settings.heavy_read_wait_seconds,
+    )
     authenticator = Authenticator(
         settings, database, repos.api_keys, limiter, repos.health.ping, reads
     )
     app[keys.RATE_LIMITER] = limiter
     app[keys.AUTHENTICATOR] = authenticator
-    app[keys.API_KEY_COMMANDS] = ApiKeyCommands(deps, authenticator.cache)
-    app[keys.API_KEY_QUERIES] = ApiKeyQueries(deps)
-    app[keys.ROLE_MANAGEMENT] = RoleManagement(deps, authenticator.cache)
-    app[keys.TENANT_QUERIES] = TenantQueries(deps, reads)
-    app[keys.TENANT_CREATION] = TenantCreation(deps)
-    app[keys.TENANT_CHANGES] = TenantChanges(deps)
-    app[keys.TENANT_MOVES] = TenantMoves(deps)
-    app[keys.CONFIG_ENTRIES] = ConfigEntries(deps)
-    app[keys.PERMISSION_POLICIES] = PermissionPolicies(deps)
-    app[keys.TENANT_CONTEXT] = TenantContext(deps, reads)
-    app[keys.ENCRYPTION_KEY_ROTATION] = EncryptionKeyRotation(deps)
-    app[keys.WEBHOOK_RUNTIME] = webhook_runtime
-    app[keys.WEBHOOK_CHANGES] = WebhookChanges(deps, webhook_runtime.sender.guard)
-    app[keys.WEBHOOK_QUERIES] = WebhookQueries(deps)
-    app[keys.WEBHOOK_TESTING] = WebhookTesting(deps, webhook_runtime.sender)
-    app[keys.DELIVERY_ADMIN] = DeliveryAdmin(deps)
-    app[keys.AUDIT_QUERIES] = AuditQueries(deps)
-    app[keys.CONSENTS] = Consents(deps)
-    app[keys.TENANT_EXPORT] = TenantExport(deps)
-    app[keys.TENANT_PURGE] = TenantPurge(deps, authenticator.cache)
-    app[keys.REGION_MIGRATIONS] = RegionMigrations(deps)
-    app[keys.RETENTION] = Retention(deps, authenticator.cache)
-    app[keys.IDEMPOTENT_ANSWERS] = IdempotentAnswers(deps)
+    app[keys.USE_CASES] = UseCases.build(
+        deps, reads=reads, keys=authenticator.cache, sender=webhook_runtime.sender
+    )
+    app[WEBHOOK_RUNTIME] = webhook_runtime
     app[keys.CONSOLE_ASSETS] = ConsoleAssets.load()
-    app[BOOTSTRAP_KEY] = bootstrap_key
-    app[keys.METRICS] = Metrics()
+    app[keys.METRICS] = metrics
+    metrics.watch_replicas(lambda: database.replicas.replicas)
     app[keys.OPENAPI] = DocumentCache()
     app[keys.STOPPING] = asyncio.Event()
     app.on_shutdown.append(_stopping)
@@ -173,15 +156,17 @@ async def _stopping(app: web.Application) -> None:
     attempts under way go on) and stops in its cleanup context, before the pool closes.
     STOPPING is there for any other background work to watch."""
     app[keys.STOPPING].set()
-    app[keys.WEBHOOK_RUNTIME].stop_claiming()
+    app[WEBHOOK_RUNTIME].stop_claiming()
 
 
 async def _database_lifecycle(app: web.Application) -> AsyncIterator[None]:
     settings = app[keys.SETTINGS]
     assert settings.database_url is not None
-    conn = await connect(settings.database_url)
+    assert settings.direct_database_url is not None
+    # Migrations hold a session advisory lock: a direct connection, never PgBouncer's.
+    conn = await connect(settings.direct_database_url)
     try:
-        await prepare_database(conn, settings, app[keys.QUERIES], bootstrap_key=app[BOOTSTRAP_KEY])
+        await prepare_database(conn, app[keys.QUERIES])
     finally:
         await conn.close()
     await app[keys.DATABASE].open(settings.database_url)
@@ -197,9 +182,11 @@ async def _auth_lifecycle(app: web.Application) -> AsyncIterator[None]:
     """The key-change listener, the last_used_at writer and the Redis client: started
     after the database, stopped before it closes (pending usage is written first)."""
     settings = app[keys.SETTINGS]
-    assert settings.database_url is not None
+    assert settings.direct_database_url is not None
     authenticator = app[keys.AUTHENTICATOR]
-    await authenticator.start(settings.database_url)
+    authenticator.count_jwks_fetches(app[keys.METRICS].count_jwks_fetch)
+    # LISTEN needs a session of its own: DATABASE_LISTEN_URL bypasses PgBouncer.
+    await authenticator.start(settings.direct_database_url)
     try:
         yield
     finally:

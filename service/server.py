@@ -1,5 +1,10 @@
 """One service process: listen, serve, and on SIGTERM or SIGINT stop gracefully.
 
+The port is bound first, before migrations and the pool: a port that is taken stops the
+start at once with PortUnavailable (the command line prints one line). In development
+the first admin key is made only once the service listens, so a failed start never
+spends it.
+
 Stopping goes in this order (aiohttp's runner does steps 2 to 5):
 1. the signal is logged ("service stopping");
 2. the listening socket closes: new connections are refused (another worker, or another
@@ -16,17 +21,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import signal
+import socket
 
 from aiohttp import web
 
+from service import tracing
 from service.app import create_app
-from service.config import Settings
+from service.bootstrap import bootstrap_admin_key, show_key_once
+from service.http.appkeys import DATABASE, QUERIES
+from service.http.deadlines import TimedSite
 from service.logs import get_logger
+from service.metrics_listener import start_metrics_listener
+from service.settings import Settings
 
 log = get_logger("service.server")
 PARENT_POLL_SECONDS = 0.5
+LISTEN_BACKLOG = 128  # aiohttp's default
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
@@ -37,13 +50,63 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
     return uvloop.new_event_loop()
 
 
+class PortUnavailable(Exception):
+    """The listening address cannot be bound; str() is one line for a person."""
+
+    def __init__(self, host: str, port: int, error: OSError) -> None:
+        if error.errno == errno.EADDRINUSE:
+            reason = "the port is already in use (another process listens on it)"
+        elif error.errno == errno.EACCES:
+            reason = "permission denied (ports below 1024 need privileges)"
+        elif error.errno == errno.EADDRNOTAVAIL:
+            reason = "this machine has no such address"
+        else:
+            reason = error.strerror or type(error).__name__
+        super().__init__(
+            f"cannot listen on {host}:{port}: {reason}; "
+            "choose another port with PORT=<port> or --port <port>"
+        )
+
+
+def bind(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
+    """A socket bound to host:port, not yet listening (the site listens on it later)."""
+    try:
+        infos = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except socket.gaierror as exc:
+        raise PortUnavailable(host, port, OSError(errno.EADDRNOTAVAIL, str(exc))) from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise PortUnavailable(host, port, exc) from None
+    sock.setblocking(False)
+    return sock
+
+
+def check_port(settings: Settings, *, reuse_port: bool = False) -> None:
+    """Fail early (before an embedded database starts) when the port is taken."""
+    bind(settings.host, settings.port, reuse_port=reuse_port).close()
+
+
 def serve(settings: Settings, *, reuse_port: bool = False, parent_pid: int | None = None) -> None:
-    """Run the service until a signal (or, for a worker, until its parent is gone)."""
+    """Run the service until a signal (or, for a worker, until its parent is gone).
+    Raises PortUnavailable when the address cannot be bound."""
+    sock = bind(settings.host, settings.port, reuse_port=reuse_port)
+    tracing.configure()  # each worker process its own exporter (threads do not fork)
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        loop.run_until_complete(_serve(settings, reuse_port, parent_pid))
+        loop.run_until_complete(_serve(settings, sock, reuse_port, parent_pid))
     finally:
+        sock.close()
+        tracing.shutdown()
         # Whatever is left (a task nobody awaited) is cancelled, not destroyed pending.
         leftover = asyncio.all_tasks(loop)
         for task in leftover:
@@ -55,28 +118,49 @@ def serve(settings: Settings, *, reuse_port: bool = False, parent_pid: int | Non
         loop.close()
 
 
-async def _serve(settings: Settings, reuse_port: bool, parent_pid: int | None) -> None:
-    app = create_app(settings, bootstrap_key=True)
+async def _serve(
+    settings: Settings, sock: socket.socket, reuse_port: bool, parent_pid: int | None
+) -> None:
+    app = create_app(settings)
     runner = web.AppRunner(
         app,
         handle_signals=False,
         access_log=None,
         shutdown_timeout=settings.shutdown_timeout_seconds,
     )
+    metrics: web.AppRunner | None = None
     stop = _StopSignal(parent_pid)
     stop.install()
     try:
         await runner.setup()  # migrations, the pool, the key listener
         try:
-            site = web.TCPSite(runner, settings.host, settings.port, reuse_port=reuse_port)
+            # Listening from here: connections queue in the backlog and are answered
+            # once the site starts, just below. The development key is made now, so it
+            # is shown before the first answer and never by a start that could not bind.
+            sock.listen(LISTEN_BACKLOG)
+            port = int(sock.getsockname()[1])
+            issued = await bootstrap_admin_key(app[DATABASE], settings, app[QUERIES])
+            site = TimedSite(
+                runner,
+                settings.host,
+                port,
+                header_timeout=settings.header_timeout_seconds,
+                body_timeout=settings.body_timeout_seconds,
+                reuse_port=reuse_port,
+                sock=sock,
+            )
             await site.start()
+            metrics = await start_metrics_listener(app, settings, reuse_port=reuse_port)
             log.info(
                 "service started",
                 host=settings.host,
-                port=settings.port,
+                port=port,
                 environment=settings.environment,
                 reuse_port=reuse_port,
+                metrics_port=settings.metrics_port or None,
             )
+            if issued is not None:
+                show_key_once(issued, settings.data_dir, port)
             reason = await stop.wait()
             log.info(
                 "service stopping",
@@ -84,6 +168,8 @@ async def _serve(settings: Settings, reuse_port: bool, parent_pid: int | None) -
                 shutdown_timeout_seconds=settings.shutdown_timeout_seconds,
             )
         finally:
+            if metrics is not None:
+                await metrics.cleanup()
             await runner.cleanup()
     finally:
         stop.remove()

@@ -23,9 +23,9 @@ import tempfile
 import time
 from types import FrameType
 
-from service.config import Settings
 from service.logs import get_logger
 from service.metrics import MULTIPROC_ENV, mark_worker_dead
+from service.settings import Settings
 
 log = get_logger("service.workers")
 POLL_SECONDS = 0.2
@@ -68,7 +68,8 @@ class Supervisor:
             **os.environ,
             "DATABASE_URL": self.settings.database_url,
             MULTIPROC_ENV: metrics_dir,
-            "WORKERS": "1",
+            # Each worker's share of a local rate limit is limit // WORKERS.
+            "WORKERS": str(self.count),
         }
         command = [
             sys.executable, "-m", "service", "serve",

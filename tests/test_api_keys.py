@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import os
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -31,12 +33,13 @@ async def test_create_defaults_and_shape(client, admin) -> None:
     assert resp.headers["Cache-Control"] == "no-store"
     plaintext = body.pop("plaintext_key")
     assert set(body) == KEY_FIELDS
-    assert parse_key(plaintext) == "live"
-    assert plaintext.startswith("sk_live_")
+    # Outside production a key defaults to the test environment (docs/decisions.md).
+    assert parse_key(plaintext) == "test"
+    assert plaintext.startswith("sk_test_")
     assert body["prefix"] == plaintext[:12]
     assert body | {"id": None, "created_at": None} == {
         "id": None, "tenant_id": None, "name": "ci", "prefix": plaintext[:12],
-        "environment": "live", "scopes": ["read"], "role_id": None,
+        "environment": "test", "scopes": ["read"], "role_id": None,
         "effective_scopes": ["read"], "rate_limit_max": None, "rate_limit_window": None,
         "status": "active", "created_at": None, "last_used_at": None, "expires_at": None,
         "revoked_at": None, "rotated_from": None,
@@ -389,3 +392,24 @@ async def test_admin_routes_need_admin(client, admin) -> None:
         assert (status, error_code(body)) == (403, "INSUFFICIENT_SCOPE"), path
     status, body = await call(client, "GET", "/api/v1/api-keys", {})
     assert (status, error_code(body)) == (401, "UNAUTHORIZED")
+
+
+PRODUCTION_KEY = base64.b64encode(os.urandom(32)).decode()
+
+
+@pytest.mark.parametrize(
+    ("settings_env", "expected"),
+    [
+        # Production refuses the tests' patterned encryption key: a random one.
+        ({"SERVICE_ENV": "production", "SERVICE_ENCRYPTION_KEY": PRODUCTION_KEY}, "live"),
+        ({}, "test"),
+        ({"API_KEY_ENVIRONMENTS": "live"}, "live"),
+    ],
+)
+async def test_the_default_environment_follows_the_deployment(
+    client, admin, settings_env, expected
+) -> None:
+    resp = await client.post("/api/v1/api-keys", json={"name": "default"}, headers=admin)
+    body = await resp.json()
+    assert resp.status == 201, body
+    assert (body["environment"], body["plaintext_key"][:8]) == (expected, f"sk_{expected}_")

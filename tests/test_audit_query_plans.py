@@ -93,22 +93,38 @@ async def conn(log_db: str, seeded: list[list[UUID]]) -> AsyncIterator[asyncpg.C
         await connection.close()
 
 
-def cases(levels: list[list[UUID]]) -> list[tuple[str, tuple[Any, ...]]]:
+def cases(levels: list[list[UUID]]) -> list[tuple[str, dict[str, Any]]]:
     tenant, mid = levels[2][123], levels[1][4]
-    none = (None, None, None, None, None, None)
-    some = (uuid7(), "tenant.updated", None, "actor-7", None, None)
+    keys = ("cursor_id", "action", "resource_type", "actor_id", "created_from", "created_to")
+    none = dict.fromkeys(keys)
+    some = dict(zip(keys, (uuid7(), "tenant.updated", None, "actor-7", None, None), strict=True))
+    batch = {
+        "cutoff": EARLY,
+        "batch_size": 1000,
+        "after_at": EARLY - timedelta(days=1),
+        "after_id": UUID(int=0),
+    }
     return [
-        ("list_audit_logs", (*none, 51)),
-        ("list_audit_logs", (*some, 51)),
-        ("list_tenant_audit_logs", (*none, 51, tenant)),
-        ("list_tenant_audit_logs", (*some, 51, tenant)),
-        ("list_tenant_audit_logs", (*none, None, tenant)),
-        ("list_subtree_audit_logs", (*none, 51, mid)),
-        ("get_audit_log", (uuid7(),)),
-        ("delete_expired_audit_logs", (EARLY, 1000, EARLY - timedelta(days=1), UUID(int=0))),
-        ("delete_expired_events", (EARLY, 1000, EARLY - timedelta(days=1), UUID(int=0))),
-        ("delete_expired_deliveries", (EARLY, 1000, EARLY - timedelta(days=1), UUID(int=0))),
-        ("find_expired_archived_leaves", (EARLY, 100)),
+        ("list_audit_logs", {**none, "page_size": 51}),
+        ("list_audit_logs", {**some, "page_size": 51}),
+        ("list_tenant_audit_logs", {**none, "page_size": 51, "tenant_id": tenant}),
+        ("list_tenant_audit_logs", {**some, "page_size": 51, "tenant_id": tenant}),
+        ("list_tenant_audit_logs", {**none, "page_size": None, "tenant_id": tenant}),
+        ("list_subtree_audit_logs", {**none, "page_size": 51, "root_id": mid}),
+        ("get_audit_log", {"entry_id": uuid7()}),
+        (
+            "delete_expired_audit_entries",
+            {
+                "cutoff": EARLY,
+                "after_at": batch["after_at"],
+                "after_id": UUID(int=0),
+                "row_limit": 1000,
+            },
+        ),
+        ("list_audit_chain_links", {"from_seq": 5000, "to_seq": 6000, "row_limit": 1000}),
+        ("delete_expired_events", batch),
+        ("delete_expired_deliveries", batch),
+        ("find_expired_archived_leaves", {"cutoff": EARLY, "batch_size": 100}),
     ]
 
 
@@ -117,9 +133,9 @@ async def test_audit_and_retention_queries_use_indexes(
     conn: asyncpg.Connection, seeded: list[list[UUID]], plan_mode: str
 ) -> None:
     await conn.execute(f"SET plan_cache_mode = {plan_mode}")
-    guarded = {"audit_logs", "tenants", "tenant_closure"}
-    for name, args in cases(seeded):
-        plan = await explain(conn, name, *args)
+    guarded = {"audit_logs", "audit_chain", "tenants", "tenant_closure"}
+    for name, params in cases(seeded):
+        plan = await explain(conn, name, params)
         seq = [rel for node, rel in plan if node == "Seq Scan" and rel in guarded]
         assert not seq, f"{name} ({plan_mode}) scans {seq} sequentially: {plan}"
         assert any("Index" in node for node, _ in plan), f"{name} uses no index: {plan}"

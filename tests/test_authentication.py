@@ -88,12 +88,31 @@ async def test_last_used_at_is_recorded(client: TestClient, db_conn) -> None:
         {"sub": None},
         {"scopes": ["read", "superuser"]},
         {"tenant_id": "not-a-uuid"},
+        # Validly signed but unusable: these were 500s (datetime overflow, UTF-8 encoding).
+        {"exp": 10**20},
+        {"sub": "\ud800"},
+        {"iss": "\udfff"},
     ],
 )
 async def test_bad_tokens_are_401(client: TestClient, token_kwargs: dict[str, Any]) -> None:
     secret = token_kwargs.pop("secret", JWT_SECRET)
     resp = await client.get("/api/v1/tenants", headers=bearer(make_token(secret, **token_kwargs)))
     assert await error_of(resp) == (401, "INVALID_CREDENTIALS")
+
+
+async def test_a_key_and_a_token_together_are_refused(client: TestClient, admin) -> None:
+    # Even when both are valid: which one was meant cannot be known.
+    token = bearer(make_token(JWT_SECRET, scopes=["read"]))
+    for authorization in (token["Authorization"], "Bearer not.a.jwt", ""):
+        resp = await client.get(
+            "/api/v1/tenants", headers={**admin, "Authorization": authorization}
+        )
+        body = await resp.json()
+        assert (resp.status, body["error"]["code"]) == (400, "AMBIGUOUS_CREDENTIALS")
+        assert body["error"]["message"] == "send either X-API-Key or Authorization, not both"
+    # Public routes take no credentials, so none are ambiguous there.
+    resp = await client.get("/health", headers={**admin, **token})
+    assert resp.status == 200
 
 
 async def test_alg_none_and_other_algorithms_are_401(client: TestClient) -> None:

@@ -93,7 +93,7 @@ class Attempt:
     path: str
     body: Any = None
     list_ok: bool = False  # a list without a filter: 200, but without B's data
-    # A refused batch is 400 overall (DESIGN.md); its item says why.
+    # A refused batch is 400 overall (docs/api.md, Tenants); its item says why.
     batch: bool = False
 
 
@@ -190,6 +190,7 @@ def attempts(w: World) -> list[Attempt]:
         ("/api/v1/api-keys/dormant", "days=1"), ("/api/v1/roles", ""),
         ("/api/v1/audit-logs", "limit=100"), ("/api/v1/webhooks/deliveries/stats", ""),
         ("/api/v1/webhooks/deliveries/failed", ""), ("/api/v1/regions", ""),
+        ("/api/v1/me", ""),  # the caller's own credential
     ):  # fmt: skip
         found.append(Attempt("GET", route, f"{route}?{query}" if query else route, list_ok=True))
     found.append(

@@ -17,7 +17,13 @@ import psutil
 import pytest
 
 from tests.conftest import HMAC_SECRET, JWT_SECRET
-from tests.support.processes import KEY_PATTERN, ServiceProcess, run_cli, service_env
+from tests.support.processes import (
+    KEY_PATTERN,
+    ServiceProcess,
+    development_key,
+    run_cli,
+    service_env,
+)
 
 
 def http_get(url: str, headers: dict[str, str] | None = None) -> tuple[int, Any]:
@@ -49,12 +55,21 @@ def test_serve_on_embedded_postgres_prints_a_key_and_stops_cleanly(
         status, body = http_get(f"{service.url}/health")
         assert (status, body) == (200, {"status": "ok"})
         assert http_get(f"{service.url}/ready")[0] == 200
-        keys = KEY_PATTERN.findall(service.output())
-        assert len(keys) == 1, "the development key is printed exactly once"
+        keys = [development_key(service.output(), data_dir)]
         status, body = http_get(f"{service.url}/api/v1/tenants", {"X-API-Key": keys[0]})
         assert (status, body) == (200, {"data": [], "next_cursor": None, "has_more": False})
         postmaster = int((data_dir / "postgres" / "postmaster.pid").read_text().split()[0])
         assert psutil.pid_exists(postmaster)
+        # A command run beside it shares its database and leaves it running (and says so).
+        made = run_cli(
+            "api-keys", "create", "--name", "beside", "--json", env={**env, "LOG_LEVEL": "debug"}
+        )
+        assert made.returncode == 0, made.stderr
+        assert "embedded postgresql stopped" not in made.stderr
+        assert "embedded postgresql left running" in made.stderr
+        assert psutil.pid_exists(postmaster)
+        status, _ = http_get(f"{service.url}/api/v1/tenants", {"X-API-Key": keys[0]})
+        assert status == 200
     finally:
         code = service.stop()
     assert code == 0, service.output()
@@ -62,7 +77,7 @@ def test_serve_on_embedded_postgres_prints_a_key_and_stops_cleanly(
     output = service.output()
     assert '"service stopped"' in output
     assert '"embedded postgresql stopped"' in output
-    assert keys[0] not in output.replace(f"      {keys[0]}", ""), "the key is printed, never logged"
+    assert keys[0] not in output, "the key is in DATA_DIR, never logged"
     assert (data_dir / "secrets.json").exists()
 
     # A second start reuses the data and the secrets and prints no new key.
@@ -72,6 +87,7 @@ def test_serve_on_embedded_postgres_prints_a_key_and_stops_cleanly(
         status, _ = http_get(f"{again.url}/api/v1/tenants", {"X-API-Key": keys[0]})
         assert status == 200
         assert KEY_PATTERN.findall(again.output()) == []
+        assert '"development admin key created' not in again.output()
     finally:
         assert again.stop() == 0
 

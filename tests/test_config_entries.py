@@ -30,6 +30,7 @@ async def test_put_get_list_replace_delete(client, admin, db_conn) -> None:
     assert resp.headers["Location"] == f"{path}/theme"
     assert _entry(await resp.json()) == {
         "key": "theme", "value": {"color": "blue"}, "locked": False, "sensitive": False,
+        "reveal_to_descendants": False,
     }  # fmt: skip
     await put_config(client, admin, tid, "a.limit", 5, expect=201)
 
@@ -41,6 +42,7 @@ async def test_put_get_list_replace_delete(client, admin, db_conn) -> None:
     one = await get_json(client, f"{path}/theme", admin)
     assert _entry(one) == {
         "key": "theme", "value": {"color": "blue"}, "locked": False, "sensitive": False,
+        "reveal_to_descendants": False,
     }  # fmt: skip
 
     # Replace (200), then the same body again: 200 and nothing recorded.
@@ -73,14 +75,18 @@ async def test_put_get_list_replace_delete(client, admin, db_conn) -> None:
     audits = [a for a in await audits_of(db_conn, tid) if a[0].startswith("config.")]
     assert audits == [
         ("config.updated", "theme", {"before": None, "after": {
-            "value": {"color": "blue"}, "locked": False, "sensitive": False}}),
+            "value": {"color": "blue"}, "locked": False, "sensitive": False,
+            "reveal_to_descendants": False}}),
         ("config.updated", "a.limit", {"before": None, "after": {
-            "value": 5, "locked": False, "sensitive": False}}),
+            "value": 5, "locked": False, "sensitive": False, "reveal_to_descendants": False}}),
         ("config.updated", "theme", {
-            "before": {"value": {"color": "blue"}, "locked": False, "sensitive": False},
-            "after": {"value": "dark", "locked": True, "sensitive": False}}),
+            "before": {"value": {"color": "blue"}, "locked": False, "sensitive": False,
+                       "reveal_to_descendants": False},
+            "after": {"value": "dark", "locked": True, "sensitive": False,
+                      "reveal_to_descendants": False}}),
         ("config.deleted", "theme", {"before": {
-            "value": "dark", "locked": True, "sensitive": False}, "after": None}),
+            "value": "dark", "locked": True, "sensitive": False, "reveal_to_descendants": False},
+            "after": None}),
     ]  # fmt: skip
 
 

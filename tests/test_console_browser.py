@@ -6,6 +6,7 @@ context (its own sessionStorage) and signs in by pasting a key, as a person woul
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ import pytest_asyncio
 from aiohttp import web
 
 from service.app import create_app
-from service.config import Settings
+from service.settings import Settings
 from service.webhooks.sender import WebhookNetwork
 from tests.conftest import base_env
 from tests.support import browser as chromium
@@ -143,10 +144,10 @@ def shots(tmp_path_factory: Any) -> Path:
     return chromium.screenshot_dir(tmp_path_factory.mktemp("screenshots"))
 
 
-async def sign_in(tab: Tab, service: Service) -> Any:
+async def sign_in(tab: Tab, service: Service, key: str | None = None) -> Any:
     page = tab.page
     await page.goto(f"{service.url}/console")
-    await page.get_by_label("API key or bearer token").fill(service.admin_key)
+    await page.get_by_label("API key or bearer token").fill(key or service.admin_key)
     await page.get_by_role("button", name="Sign in").click()
     await page.get_by_role("button", name="Sign out").wait_for()
     return page
@@ -220,6 +221,18 @@ async def test_create_a_root_and_a_child_lock_config_and_inspect_the_context(
     stored = await service.api("GET", f"/tenants/{root_id}/config/theme")
     assert (stored["value"], stored["locked"]) == ("dark", True)
 
+    # Below the lock the child cannot set it, and the refusal names the ancestor.
+    await page.goto(f"{service.url}/console#/tenants/{child_id}")
+    await page.get_by_role("heading", name=child_name, exact=True).wait_for()
+    config_form = page.get_by_role("form", name="Set a config entry")
+    await config_form.get_by_label("Key").fill("theme")
+    await config_form.get_by_label("Value (JSON)").fill('"pink"')
+    await config_form.get_by_role("button", name="Save entry").click()
+    refusal = config_form.locator("xpath=..").locator(".message.error")
+    await refusal.wait_for()
+    assert f"locked by ancestor “{root_name}”" in await refusal.text_content()
+    assert root_id not in await refusal.text_content()
+
     # The child's context: theme comes from the root, locked there, its own is shadowed.
     await page.goto(f"{service.url}/console#/tenants/{child_id}/context")
     theme = page.locator('table.context-config tr[data-key="theme"]')
@@ -285,7 +298,8 @@ async def test_move_a_subtree_and_see_a_cycle_refused(
     await move.get_by_role("button", name="Find").click()
     await move.get_by_role("button", name=squad["name"]).click()
     await move.get_by_role("button", name="Move here").click()
-    error = move.locator(".message.error")
+    # The move's own answer (a div); the preview above it (a p) says "Would be refused".
+    error = move.locator("div.message.error")
     await error.wait_for()
     text = await error.text_content()
     assert f"Cannot move “{team['name']}” under “{squad['name']}”" in text
@@ -490,6 +504,8 @@ async def test_audit_page_filters_and_pages(tab: Tab, service: Service) -> None:
     first_page = await rows.all_text_contents()
     assert len(first_page) == 25
     assert all("config.updated" in row and "Audited" in row for row in first_page)
+    # The actor is the key by its name, not its id.
+    assert all("key console admin" in row for row in first_page), first_page[0]
     await page.get_by_role("button", name="Next page").click()
     await loaded.wait_for()
     await page.get_by_text("Page 2").wait_for()
@@ -530,4 +546,107 @@ async def test_a_large_family_pages_in_the_tree(tab: Tab, service: Service) -> N
     await selected.wait_for()
     children = page.locator(f'li[data-tenant-id="{parent["id"]}"] > ul > li[role="treeitem"]')
     assert await children.count() == 101
+    tab.check_clean()
+
+
+async def test_the_header_names_the_key_and_its_scopes(tab: Tab, service: Service) -> None:
+    page = await sign_in(tab, service)
+    identity = page.locator("#identity")
+    await identity.get_by_text("console admin").wait_for()
+    assert await identity.text_content() == (
+        f"console admin ({service.admin_key[:12]}…) · admin, read, write"
+    )
+    nav = page.get_by_role("navigation", name="Sections")
+    assert await nav.get_by_role("link").all_text_contents() == [
+        "Tenants", "Webhooks", "Audit log",
+    ]  # fmt: skip
+    # A key without admin is told so, and is not offered the audit log.
+    reader = await make_key(service.app, ("read",), name="console reader")
+    await page.get_by_role("button", name="Sign out").click()
+    page = await sign_in(tab, service, reader.plaintext)
+    await identity.get_by_text("console reader").wait_for()
+    assert await identity.text_content() == f"console reader ({reader.plaintext[:12]}…) · read"
+    assert await nav.get_by_role("link").all_text_contents() == ["Tenants", "Webhooks"]
+    await page.goto(f"{service.url}/console#/audit")
+    await page.get_by_text("This credential cannot use the audit log").wait_for()
+    tab.check_clean()
+
+
+async def test_notices_go_away_and_never_cover_controls(tab: Tab, service: Service) -> None:
+    page = await sign_in(tab, service)
+    home = page.get_by_role("form", name="Create a root tenant")
+    await home.get_by_label("Name").fill("Noticed")
+    await home.get_by_label("Slug").fill(unique_slug("noticed"))
+    await home.get_by_role("button", name="Create root tenant").click()
+    notice = page.locator(".notice.visible")
+    await notice.get_by_text("Created root “Noticed”.").wait_for()
+    covered = await page.evaluate(
+        """() => {
+            const box = document.querySelector(".notice.visible").getBoundingClientRect();
+            const hits = [];
+            for (const el of document.querySelectorAll("button, a, input, select, textarea")) {
+                if (el.closest(".notices")) continue;
+                const r = el.getBoundingClientRect();
+                if (!r.width || !r.height) continue;
+                const apart = r.right <= box.left || box.right <= r.left
+                    || r.bottom <= box.top || box.bottom <= r.top;
+                if (!apart) hits.push(el.outerHTML.slice(0, 80));
+            }
+            return hits;
+        }"""
+    )
+    assert covered == []
+    await notice.wait_for(state="hidden", timeout=10_000)  # by itself, after 4 s
+    tab.check_clean()
+
+
+async def test_retry_all_is_offered_only_when_something_failed(tab: Tab, service: Service) -> None:
+    page = tab.page
+
+    async def empty_queue(route: Any) -> None:
+        await route.fulfill(status=200, content_type="application/json", body="[]")
+
+    await page.route("**/api/v1/webhooks/deliveries/failed*", empty_queue)
+    page = await sign_in(tab, service)
+    await page.get_by_role("link", name="Webhooks").click()
+    await page.get_by_text("The dead-letter queue is empty.").wait_for()
+    assert await page.get_by_role("button", name="Retry all").count() == 0
+    await page.unroute("**/api/v1/webhooks/deliveries/failed*")
+    tab.check_clean()
+
+
+async def test_a_burst_of_clicks_survives_rate_limits(tab: Tab, service: Service) -> None:
+    """One page view costs a few API calls: a key with a small limit clicked briskly gets
+    429s. The console waits them out (Retry-After) with a note and ends on the page the
+    user went to last, never on a blank "too many requests"."""
+    owner = await service.tenant("Throttled")
+    limited = await make_key(
+        service.app, name="slow key", rate_limit_max=6, rate_limit_window="3 seconds",
+        rate_limit_window_seconds=3,
+    )  # fmt: skip
+    page = await sign_in(tab, service, limited.plaintext)
+    throttled = page.locator(".throttle:not([hidden])")
+    seen = asyncio.ensure_future(
+        page.wait_for_function(
+            "() => { const t = document.querySelector('.throttle'); "
+            "return t && !t.hidden && t.textContent; }",
+            timeout=30_000,
+        )
+    )
+    for target in ["#/webhooks", f"#/tenants/{owner['id']}", "#/", "#/webhooks"] * 3:
+        await page.evaluate("(hash) => { window.location.hash = hash; }", target)
+    note = await seen  # the note showed while the console waited
+    assert (await note.json_value()).startswith(
+        "The service asked to slow down (too many requests): retrying in "
+    )
+    await page.get_by_role("heading", name="Webhooks", exact=True, level=2).wait_for(timeout=60_000)
+    await page.locator("section[aria-labelledby='dlq-title'] .empty, table.dead-letter-table"
+                       ).first.wait_for(timeout=60_000)  # fmt: skip
+    await throttled.wait_for(state="hidden", timeout=60_000)
+    text = await page.locator("#view").text_content()
+    assert "RATE_LIMITED" not in text
+    assert "too many requests" not in text.lower()
+    # Still signed in, on the page last asked for.
+    assert page.url.endswith("#/webhooks")
+    await page.get_by_role("button", name="Sign out").wait_for()
     tab.check_clean()

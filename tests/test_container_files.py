@@ -104,7 +104,14 @@ def test_the_final_stage_is_slim_unprivileged_and_checked(
     words = [word for word, _ in final]
     assert "COPY" not in words, "the final stage takes only the installed wheels"
     (user,) = [rest for word, rest in final if word == "USER"]
-    assert user.split(":")[0] not in ("root", "0")
+    # Numeric uid:gid (Kubernetes' runAsNonRoot can only verify a number), not root, and
+    # the ids the stage creates its user and group with.
+    uid, gid = re.fullmatch(r"(\d+):(\d+)", user).groups()  # type: ignore[union-attr]
+    assert int(uid) != 0
+    assert int(gid) != 0
+    (setup,) = [rest for word, rest in final if word == "RUN" and "useradd" in rest]
+    assert f"--uid {uid}" in setup
+    assert f"--gid {gid}" in setup
     assert words.index("USER") < words.index("CMD")
     (healthcheck,) = [rest for word, rest in final if word == "HEALTHCHECK"]
     assert "/health" in healthcheck
@@ -147,3 +154,18 @@ def test_compose_runs_the_service_with_postgresql_and_redis(compose: dict[str, A
     grace = int(str(service["stop_grace_period"]).removesuffix("s"))
     assert grace > 30, "longer than the default SHUTDOWN_TIMEOUT_SECONDS"
     assert set(compose["volumes"]) == {"data", "postgres"}
+
+
+def test_compose_healthcheck_is_readiness(compose: dict[str, Any]) -> None:
+    check = compose["services"]["service"]["healthcheck"]
+    test = check["test"]
+    assert test[0] == "CMD"
+    assert test[1:3] == ["python", "-c"]
+    program = test[3]
+    assert "http://127.0.0.1:8080/ready" in program  # 8080: the port inside the container
+    # urlopen raises on a 503 (not ready) and on no answer: the check fails either way.
+    assert "urllib.request.urlopen(" in program
+    assert "timeout=" in program
+    compile(program, "healthcheck", "exec")
+    assert int(check["retries"]) >= 1
+    assert str(check["start_period"]).endswith("s")

@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from service.config import Settings
+from service.app import WEBHOOK_RUNTIME
 from service.db.pool import connect
-from service.http.appkeys import DEPS, WEBHOOK_RUNTIME
-from service.webhooks.attempts import INACTIVE, DeliveryAttempts, retry_delay
+from service.http.appkeys import DEPS
+from service.settings import Settings
+from service.usecases.webhooks.deliveries import INACTIVE, DeliveryAttempts, retry_delay
 from tests.conftest import base_env
 from tests.support.api import create_tenant, get_json
 from tests.support.keys import key_headers
@@ -141,6 +142,10 @@ async def test_history_and_dead_letters_page_newest_first(client, admin, db_conn
             break
         assert page["next_cursor"] == page["data"][-1]["id"]
         cursor = f"&cursor={page['next_cursor']}"
+    resp = await client.get(f"/api/v1/webhooks/{hook_id}/deliveries?limit=2", headers=admin)
+    assert resp.headers["Link"] == (
+        f'</api/v1/webhooks/{hook_id}/deliveries?limit=2&cursor={all_ids[1]}>; rel="next"'
+    )
     assert pages == [(2, True), (2, True), (1, False)]
     assert seen == all_ids
     failed_ids = all_ids[1:4]
@@ -157,11 +162,15 @@ async def test_history_and_dead_letters_page_newest_first(client, admin, db_conn
     first = await resp.json()
     assert [d["id"] for d in first] == failed_ids[:2]
     assert resp.headers["X-Next-Cursor"] == failed_ids[1]
+    assert resp.headers["Link"] == (
+        f'</api/v1/webhooks/deliveries/failed?limit=2&cursor={failed_ids[1]}>; rel="next"'
+    )
     resp = await client.get(
         f"/api/v1/webhooks/deliveries/failed?limit=2&cursor={failed_ids[1]}", headers=admin
     )
     assert [d["id"] for d in await resp.json()] == failed_ids[2:]
     assert "X-Next-Cursor" not in resp.headers
+    assert "Link" not in resp.headers
 
 
 async def test_scoped_callers_see_and_retry_their_own_deliveries_only(client, admin, db_conn):

@@ -13,7 +13,6 @@ from uuid import UUID
 import pytest
 
 from service.app import create_app
-from service.config import Settings
 from service.crypto import (
     PURPOSE_WEBHOOK_SECRET,
     DecryptionError,
@@ -21,8 +20,9 @@ from service.crypto import (
     encrypt_with,
     webhook_aad,
 )
-from service.http.appkeys import DATABASE, ENCRYPTION_KEY_ROTATION, KEYRING
+from service.http.appkeys import DATABASE, KEYRING, USE_CASES
 from service.ids import uuid7
+from service.settings import Settings
 from tests.conftest import ENCRYPTION_KEY, base_env
 from tests.support.api import create_tenant, get_json
 from tests.support.entries import put_config
@@ -246,7 +246,8 @@ async def test_failure_halfway_rolls_everything_back(client, admin, corrupt) -> 
                 hooks[1][0],
             )
     before = await _snapshot(client)
-    client.app[ENCRYPTION_KEY_ROTATION].batch_size = 2  # several batches before the bad one
+    rotation = client.app[USE_CASES].encryption_key_rotation
+    rotation.batch_size = 2  # several batches before the bad one
     statements: list[str] = []
     async with client.app[DATABASE].connection() as conn:
         conn.add_query_logger(lambda record: statements.append(record.query))

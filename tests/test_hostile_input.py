@@ -21,8 +21,8 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from service.app import create_app
-from service.config import Settings
 from service.http.appkeys import ENDPOINTS
+from service.settings import Settings
 from tests.conftest import JWT_SECRET, base_env
 from tests.support.api import create_tenant, get_json, unique_slug
 from tests.support.keys import bearer, key_headers, make_key, make_token

@@ -29,7 +29,7 @@ async def test_unknown_route_is_a_json_404(client: TestClient) -> None:
 async def test_wrong_method_is_a_json_405_with_allow(client: TestClient, admin) -> None:
     resp = await client.put("/api/v1/tenants", json={}, headers=admin)
     assert resp.status == 405
-    assert set(resp.headers["Allow"].split(", ")) == {"GET", "HEAD", "POST"}
+    assert set(resp.headers["Allow"].split(", ")) == {"GET", "HEAD", "OPTIONS", "POST"}
     body = await resp.json()
     assert body["error"]["code"] == "METHOD_NOT_ALLOWED"
 

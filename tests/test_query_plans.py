@@ -69,35 +69,59 @@ def scans(plan: dict[str, Any]) -> list[tuple[str, str]]:
     return found
 
 
-async def explain(conn: asyncpg.Connection, name: str, *args: object) -> list[tuple[str, str]]:
-    sql = Queries.load().sql(name)
-    plan = await conn.fetchval(f"EXPLAIN (FORMAT JSON) {sql}", *args)
+async def explain(
+    conn: asyncpg.Connection, name: str, params: dict[str, object]
+) -> list[tuple[str, str]]:
+    query = Queries.load()[name]
+    plan = await conn.fetchval(f"EXPLAIN (FORMAT JSON) {query.sql}", *query.args(**params))
     return scans(plan[0]["Plan"])
 
 
-def cases(tree: list[list[UUID]]) -> list[tuple[str, tuple[object, ...]]]:
+def cases(tree: list[list[UUID]]) -> list[tuple[str, dict[str, object]]]:
     root, mid, leaf = tree[0][3], tree[1][42], tree[3][4321]
+
+    def descendants(
+        path: str, max_depth: int | None, archived: bool, after: str | None = None
+    ) -> dict[str, object]:
+        return {"path": path, "after": after, "max_depth": max_depth, "include_archived": archived}
+
     return [
-        ("get_tenant", (leaf,)),
-        ("get_tenant_by_slug", (f"s_{leaf.hex}",)),
-        ("get_tenant_nodes", ([leaf, mid],)),
-        ("list_children", (mid, None, "active", 51)),
-        ("list_children", (root, tree[1][35], "all", None)),
-        ("list_children_json", (mid, None, "active", 50)),
-        ("list_children_json", (root, tree[1][35], "all", None)),
-        ("list_ancestors_json", (leaf, None)),
-        ("list_ancestors_json", (leaf, mid)),
-        ("get_tenant_node", (mid,)),
-        ("list_descendants_json", (f"/{tree[0][4]}/{mid}", None, False)),
-        ("list_descendants_json", (f"/{root}", 2, True)),
-        ("list_tenants", (None, "active", 51)),
-        ("list_tenants", (tree[2][500], "all", 101)),
-        ("list_subtree_tenants", (mid, None, "active", 51)),
-        ("has_active_children", (mid,)),
-        ("subtree_height", (mid,)),
-        ("find_locked_config_keys", (leaf, ["theme", "limits"])),
-        ("list_root_tenants", (tree[0][2], "active", 101)),
-        ("count_children", ([root, mid, leaf], False)),
+        ("get_tenant", {"tenant_id": leaf}),
+        ("get_tenant_by_slug", {"slug": f"s_{leaf.hex}"}),
+        ("get_tenant_nodes", {"tenant_ids": [leaf, mid]}),
+        (
+            "list_children",
+            dict(parent_id=mid, cursor_id=None, status_filter="active", page_size=51),
+        ),
+        (
+            "list_children",
+            dict(parent_id=root, cursor_id=tree[1][35], status_filter="all", page_size=None),
+        ),
+        (
+            "list_children_json",
+            dict(parent_id=mid, cursor_id=None, status_filter="active", page_size=50),
+        ),
+        (
+            "list_children_json",
+            dict(parent_id=root, cursor_id=tree[1][35], status_filter="all", page_size=None),
+        ),
+        ("list_ancestors_json", {"tenant_id": leaf, "visible_root_id": None}),
+        ("list_ancestors_json", {"tenant_id": leaf, "visible_root_id": mid}),
+        ("get_tenant_node", {"tenant_id": mid}),
+        ("stream_descendants_json", descendants(f"/{tree[0][4]}/{mid}", None, False)),
+        ("stream_descendants_json", descendants(f"/{root}", 2, True)),
+        ("stream_descendants_json", descendants(f"/{root}", None, False, f"/{root}/{mid}")),
+        ("list_tenants", dict(cursor_id=None, status_filter="active", page_size=51)),
+        ("list_tenants", dict(cursor_id=tree[2][500], status_filter="all", page_size=101)),
+        (
+            "list_subtree_tenants",
+            dict(root_id=mid, cursor_id=None, status_filter="active", page_size=51),
+        ),
+        ("has_active_children", {"tenant_id": mid}),
+        ("subtree_height", {"tenant_id": mid}),
+        ("find_locked_config_keys", {"tenant_id": leaf, "keys": ["theme", "limits"]}),
+        ("list_root_tenants", dict(cursor_id=tree[0][2], status_filter="active", page_size=101)),
+        ("count_children", {"parent_ids": [root, mid, leaf], "include_archived": False}),
     ]
 
 
@@ -106,8 +130,8 @@ async def test_hot_queries_use_indexes(
     conn: asyncpg.Connection, tree: list[list[UUID]], plan_mode: str
 ) -> None:
     await conn.execute(f"SET plan_cache_mode = {plan_mode}")
-    for name, args in cases(tree):
-        plan = await explain(conn, name, *args)
+    for name, params in cases(tree):
+        plan = await explain(conn, name, params)
         seq = [rel for node, rel in plan if node == "Seq Scan" and rel in GUARDED]
         assert not seq, f"{name} ({plan_mode}) scans {seq} sequentially: {plan}"
         assert any("Index" in node for node, _ in plan), f"{name} uses no index: {plan}"

@@ -1,6 +1,7 @@
-"""Rate limits through HTTP: per-key buckets with X-RateLimit-* headers and 429, the
-global defaults, and the per-address guard for bad credentials. Every test runs with
-buckets in the process and again with buckets in Redis (a random key prefix per test)."""
+"""Rate limits through HTTP: per-key buckets with X-RateLimit-* and IETF RateLimit headers
+and 429, the global defaults, and the per-address buckets for bad credentials. Every test
+runs with buckets in the process and again with buckets in Redis (a random key prefix per
+test)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 import redis.asyncio as redis_client
 
 from service.http.appkeys import REPOSITORIES, SETTINGS
+from service.ratelimit.buckets import Decision, Limit
 from tests.conftest import JWT_SECRET
 from tests.support.access import as_key, call, create_key, error_code
 from tests.support.keys import bearer, make_token
@@ -62,23 +64,32 @@ def limit_headers(resp) -> tuple[str, str]:
 
 
 @pytest.mark.usefixtures("redis_cleanup")
-async def test_key_limit_429_then_passes_after_retry_after(client, admin) -> None:
-    limited = as_key(await create_key(client, admin, rate_limit_max=3,
+async def test_key_limit_429_then_passes_after_retry_after(client) -> None:
+    # Keys above the global default (4 an hour here) come from an operator's JWT: a key
+    # cannot hand out a higher limit than its own (docs/decisions.md).
+    operator = bearer(make_token(JWT_SECRET, scopes=["read", "write", "admin"]))
+    limited = as_key(await create_key(client, operator, rate_limit_max=3,
                                       rate_limit_window="6 seconds"))  # fmt: skip
-    other = as_key(await create_key(client, admin, rate_limit_max=1000))
+    other = as_key(await create_key(client, operator, rate_limit_max=1000))
     for remaining in ("2", "1", "0"):
         resp = await client.get("/api/v1/tenants", headers=limited)
         assert resp.status == 200
         assert limit_headers(resp) == ("3", remaining)
-        assert int(resp.headers["X-RateLimit-Reset"]) >= 1
+        reset = resp.headers["X-RateLimit-Reset"]
+        assert 1 <= int(reset) <= 2
         assert "Retry-After" not in resp.headers
+        assert resp.headers["RateLimit-Policy"] == '"default";q=3;w=6'
+        assert resp.headers["RateLimit"] == f'"default";r={remaining};t={reset}'
     resp = await client.get("/api/v1/tenants", headers=limited)
     body = await resp.json()
     assert (resp.status, error_code(body)) == (429, "RATE_LIMITED")
     assert limit_headers(resp) == ("3", "0")
     retry_after = int(resp.headers["Retry-After"])
     assert 1 <= retry_after <= 2  # one token comes back every 2 seconds
-    assert 1 <= int(resp.headers["X-RateLimit-Reset"]) <= 6
+    # Reset is when Remaining next grows: when refused, when the next request passes.
+    assert resp.headers["X-RateLimit-Reset"] == str(retry_after)
+    assert resp.headers["RateLimit-Policy"] == '"default";q=3;w=6'
+    assert resp.headers["RateLimit"] == f'"default";r=0;t={retry_after}'
     assert resp.headers["X-Request-ID"] == body["error"]["request_id"]
 
     # Another key is unaffected.
@@ -107,6 +118,9 @@ async def test_global_default_and_headers_on_every_answer(client, admin) -> None
     resp = await client.get("/api/v1/tenants", headers=key)
     assert resp.status == 429
     assert int(resp.headers["Retry-After"]) > 60  # 4 an hour: the next in 15 minutes
+    assert resp.headers["X-RateLimit-Reset"] == resp.headers["Retry-After"]
+    assert resp.headers["RateLimit-Policy"] == '"default";q=4;w=3600'
+    assert resp.headers["RateLimit"] == f'"default";r=0;t={resp.headers["Retry-After"]}'
     # Public routes are not limited.
     resp = await client.get("/health")
     assert resp.status == 200
@@ -114,7 +128,7 @@ async def test_global_default_and_headers_on_every_answer(client, admin) -> None
 
 
 @pytest.mark.usefixtures("redis_cleanup")
-async def test_bad_credentials_are_limited_per_address_before_any_lookup(
+async def test_bad_credentials_are_limited_per_address_without_locking_out_keys(
     client, admin, lookups
 ) -> None:
     good = await create_key(client, admin)
@@ -126,30 +140,32 @@ async def test_bad_credentials_are_limited_per_address_before_any_lookup(
     assert (await client.get("/api/v1/tenants", headers=cached)).status == 200
     assert len(lookups) == 1  # looked up once, then served from the cache
 
-    bad = [
-        {},  # no credentials
-        {"X-API-Key": "sk_live_not-a-key"},  # fails the checksum: no lookup either
-        as_key(revoked),  # well formed, looked up, refused
-        bearer("not.a.jwt"),
+    # Anonymous and garbage credentials: the address's anonymous bucket, no lookups.
+    anonymous = [
+        ({}, "UNAUTHORIZED"),
+        ({"X-API-Key": "sk_live_not-a-key"}, "INVALID_CREDENTIALS"),  # fails the checksum
+        (bearer("not.a.jwt"), "INVALID_CREDENTIALS"),
+        ({}, "UNAUTHORIZED"),
     ]
-    expected = [(401, "UNAUTHORIZED"), (401, "INVALID_CREDENTIALS"),
-                (401, "INVALID_CREDENTIALS"), (401, "INVALID_CREDENTIALS")]  # fmt: skip
-    for remaining, (headers, outcome) in enumerate(zip(bad, expected, strict=True)):
+    for remaining, (headers, code) in enumerate(anonymous):
         resp = await client.get("/api/v1/tenants", headers=headers)
-        assert (resp.status, error_code(await resp.json())) == outcome
+        assert (resp.status, error_code(await resp.json())) == (401, code)
         assert limit_headers(resp) == ("4", str(3 - remaining))
-    lookups_before = len(lookups)
-    assert lookups_before == 2  # only the revoked key needed the database
-
-    # The address is over its limit: a key that would need a lookup gets 429 without one,
-    # valid or not, and so does every other bad request.
-    for headers in (as_key(good), as_key(revoked), {}, bearer("x.y.z")):
+    for headers in ({}, bearer("x.y.z"), {"X-API-Key": "sk_live_x"}):
         resp = await client.get("/api/v1/tenants", headers=headers)
         assert resp.status == 429, headers
         assert int(resp.headers["Retry-After"]) >= 1
         assert limit_headers(resp) == ("4", "0")
-    assert len(lookups) == lookups_before
-    # A caller whose key is already known is not locked out by its neighbours' mistakes.
+    assert len(lookups) == 1
+
+    # A well-formed key that does not authenticate: the address's lookup bucket.
+    resp = await client.get("/api/v1/tenants", headers=as_key(revoked))
+    assert (resp.status, error_code(await resp.json())) == (401, "INVALID_CREDENTIALS")
+    assert limit_headers(resp) == ("4", "3")
+    assert len(lookups) == 2
+
+    # Neither bucket ever refuses a valid key, cached or not.
+    assert (await client.get("/api/v1/tenants", headers=as_key(good))).status == 200
     assert (await client.get("/api/v1/tenants", headers=cached)).status == 200
 
 
@@ -165,3 +181,20 @@ async def test_jwt_callers_are_limited_per_sub(client) -> None:
     resp = await client.get("/api/v1/tenants", headers=bob)
     assert resp.status == 200
     assert limit_headers(resp) == ("4", "3")
+
+
+def test_reset_is_when_remaining_grows_and_agrees_with_retry_after() -> None:
+    limit = Limit(10, 60)  # a token every 6 seconds
+    assert Decision.from_tokens(True, 10.0, limit).reset_seconds == 0  # full
+    passed = Decision.from_tokens(True, 7.5, limit)
+    assert (passed.remaining, passed.reset_seconds, passed.retry_after) == (7, 3, 0)
+    refused = Decision.from_tokens(False, 0.25, limit)
+    assert (refused.remaining, refused.reset_seconds, refused.retry_after) == (0, 5, 5)
+    assert refused.headers() == {
+        "X-RateLimit-Limit": "10",
+        "X-RateLimit-Remaining": "0",
+        "X-RateLimit-Reset": "5",
+        "RateLimit-Policy": '"default";q=10;w=60',
+        "RateLimit": '"default";r=0;t=5',
+        "Retry-After": "5",
+    }

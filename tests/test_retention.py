@@ -10,7 +10,7 @@ import asyncpg
 import pytest
 from aiohttp.test_utils import TestClient
 
-from service.http.appkeys import RETENTION
+from service.http.appkeys import USE_CASES
 from service.ids import uuid7
 from tests.support.api import create_tenant, get_json
 from tests.support.gdpr import add_delivery, add_webhook, error_of
@@ -182,7 +182,7 @@ async def test_dry_run_counts_equal_the_real_run_and_survivors_stay(client, db_c
     assert dry == {"dry_run": True, **expected}
     assert await table_ids(db_conn) == before, "a dry run changes nothing"
 
-    retention = client.app[RETENTION]
+    retention = client.app[USE_CASES].retention
     retention.batch_size, retention.tenant_batch_size = 2, 2  # many small batches
     real = await purge_expired(client, admin)
     assert real == {"dry_run": False, **expected}
@@ -198,6 +198,13 @@ async def test_dry_run_counts_equal_the_real_run_and_survivors_stay(client, db_c
         list(before["audit_logs"]),
     )
     assert len(after["audit_logs"]) == audit_count - 7 + len(new_entries)
+    verified = await get_json(client, "/api/v1/audit-logs/verify", admin)
+    assert (verified["valid"], verified["purged"]) == (True, 7), verified
+    # each batch of audit entries left a checkpoint of the audit chain (docs/security.md)
+    checkpoints = [e for e in new_entries if e["action"] == "audit.purged"]
+    assert len(checkpoints) == 4  # 7 entries in batches of 2
+    assert sum(c["changes"]["entries"] for c in checkpoints) == 7
+    new_entries = [e for e in new_entries if e["action"] != "audit.purged"]
     assert [e["action"] for e in new_entries] == ["tenant.purged"] * 5 + [
         "maintenance.purge_expired"
     ]

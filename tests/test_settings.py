@@ -5,16 +5,17 @@ from __future__ import annotations
 import base64
 import json
 import os
+import secrets
 from pathlib import Path
 
 import pytest
 
-from service.config import ConfigError, Settings
 from service.durations import InvalidDuration, parse_duration
+from service.settings import ConfigError, Settings
 
 STRONG = {
-    "JWT_SECRET": "x" * 8 + "0123456789abcdefghijklmnopqrstuvwxyz",
-    "SERVICE_API_KEY_HMAC_SECRET": "y" * 8 + "0123456789abcdefghijklmnopqrstuvwxyz",
+    "JWT_SECRET": secrets.token_urlsafe(48),
+    "SERVICE_API_KEY_HMAC_SECRET": secrets.token_urlsafe(48),
     "SERVICE_ENCRYPTION_KEY": base64.b64encode(os.urandom(32)).decode(),
 }
 

@@ -1,5 +1,6 @@
 """Lists rendered by PostgreSQL (the tenant_documents view, migration 0014) are the very
-documents tenant_json builds in Python: same keys in the same order, same values."""
+documents the Tenant view (service/views/tenants.py) renders in Python: same keys in the
+same order, same values."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from aiohttp.test_utils import TestClient
 from service.db.pool import connect
 from service.db.queries import Queries
 from service.repositories.tenants import TenantsRepository
-from service.representations import tenant_json
+from service.views.base import document
+from service.views.tenants import Tenant
 from tests.support.api import create_tenant, get_json
 from tests.support.entries import put_config
 
@@ -77,11 +79,11 @@ async def python_json(
 ) -> dict[str, Any]:
     tenant = await repo.get_tenant(conn, UUID(tenant_id))
     assert tenant is not None
-    return tenant_json(tenant)
+    return document(Tenant.of(tenant))  # type: ignore[no-any-return]
 
 
 @pytest.mark.parametrize("zone", ["UTC", "Asia/Kolkata", "America/St_Johns"])
-async def test_each_document_is_tenant_json(
+async def test_each_document_is_the_tenant_view(
     client: Client,
     admin: dict[str, str],
     own_conn: asyncpg.Connection,
@@ -118,7 +120,7 @@ async def test_each_document_is_tenant_json(
     assert child["config"] == {"plain.theme": {"a": [1, 2]}, "secret": "***"}
 
 
-async def test_list_endpoints_answer_tenant_json(
+async def test_list_endpoints_answer_the_tenant_view(
     client: Client, admin: dict[str, str], own_conn: asyncpg.Connection, repo: TenantsRepository
 ) -> None:
     ids = await make_family(client, admin, own_conn)

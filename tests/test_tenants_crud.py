@@ -250,6 +250,37 @@ async def test_if_match_guards_patch_move_and_delete(client, admin) -> None:
     assert resp.status == 204
 
 
+async def test_get_tenant_answers_304_when_the_copy_is_current(client, admin) -> None:
+    tenant = await create_tenant(client, admin)
+    url = f"/api/v1/tenants/{tenant['id']}"
+    resp = await client.get(url, headers=admin)
+    etag = resp.headers["ETag"]
+    assert re.fullmatch(r'"[0-9a-f]{32}"', etag)
+    # Every answer about the tenant carries the same tag for the same document.
+    assert etag == (await client.get(url, headers=admin)).headers["ETag"]
+    for header in (etag, f"W/{etag}", f'"other", {etag}', "*"):
+        resp = await client.get(url, headers={**admin, "If-None-Match": header})
+        assert resp.status == 304, header
+        assert resp.headers["ETag"] == etag
+        assert await resp.read() == b""
+    resp = await client.get(url, headers={**admin, "If-None-Match": '"stale"'})
+    assert (resp.status, await resp.json()) == (200, tenant)
+
+    # A write answers with the document (and its new tag), never 304.
+    resp = await client.patch(
+        url, json={"name": "Renamed"}, headers={**admin, "If-None-Match": etag}
+    )
+    assert resp.status == 200
+    renamed = await resp.json()
+    assert renamed == {**tenant, "name": "Renamed", "updated_at": renamed["updated_at"]}
+    new_etag = resp.headers["ETag"]
+    assert new_etag != etag
+    resp = await client.get(url, headers={**admin, "If-None-Match": etag})
+    assert (resp.status, resp.headers["ETag"]) == (200, new_etag)
+    resp = await client.get(url, headers={**admin, "If-None-Match": new_etag})
+    assert resp.status == 304
+
+
 async def test_archive_rules(client, admin) -> None:
     parent = await create_tenant(client, admin)
     child = await create_tenant(client, admin, parent_id=parent["id"])
@@ -326,3 +357,31 @@ async def test_list_filters(client, admin) -> None:
                   "limit=5&limit=6"):  # fmt: skip
         resp = await client.get(f"/api/v1/tenants?{query}", headers=admin)
         assert resp.status == 400, query
+
+
+async def test_get_tenant_answers_304_to_a_matching_if_none_match(client, admin) -> None:
+    tenant = await create_tenant(client, admin, name="Conditional")
+    url = f"/api/v1/tenants/{tenant['id']}"
+    resp = await client.get(url, headers=admin)
+    assert resp.status == 200
+    assert await resp.json() == tenant
+    etag = resp.headers["ETag"]
+    for header in (etag, f"W/{etag}", f'"other", {etag}', "*"):
+        resp = await client.get(url, headers={**admin, "If-None-Match": header})
+        assert resp.status == 304, header
+        assert resp.headers["ETag"] == etag
+        assert await resp.read() == b""
+    resp = await client.get(url, headers={**admin, "If-None-Match": '"stale"'})
+    assert resp.status == 200
+    assert await resp.json() == tenant
+
+    # A change makes the client's copy stale; access and archived state come first.
+    resp = await client.patch(url, json={"name": "Changed"}, headers=admin)
+    assert resp.status == 200
+    resp = await client.get(url, headers={**admin, "If-None-Match": etag})
+    assert resp.status == 200
+    assert (await resp.json())["name"] == "Changed"
+    new_etag = resp.headers["ETag"]
+    assert (await client.delete(url, headers=admin)).status == 204
+    resp = await client.get(url, headers={**admin, "If-None-Match": new_etag})
+    assert resp.status == 410

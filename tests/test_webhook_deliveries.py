@@ -10,13 +10,14 @@ import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import pytest
 from aiohttp import web
 
-from service.app import create_app
-from service.config import Settings
-from service.http.appkeys import DATABASE, WEBHOOK_RUNTIME
+from service.app import WEBHOOK_RUNTIME, create_app
+from service.http.appkeys import DATABASE
+from service.settings import Settings
 from tests.conftest import ENCRYPTION_KEY
 from tests.support.api import create_tenant, get_json
 from tests.support.keys import key_headers
@@ -136,8 +137,10 @@ async def test_every_event_type_arrives_with_the_documented_body(client, admin, 
     for received in got:
         check_signed(secret, received)
         body = received.json
-        assert set(body) == {"event", "timestamp", "data"}
+        assert set(body) == {"event_id", "event", "timestamp", "data"}
         assert ISO_MS.match(body["timestamp"])
+    # Each body names its own event (the outbox row), one event per delivery here.
+    assert sorted(UUID(r.json["event_id"]) for r in got) == sorted(events)
     assert len(events) == len(expected)
     done = {"total": len(expected), "pending": 0, "success": len(expected), "failed": 0}
 
@@ -194,6 +197,7 @@ async def test_the_test_endpoint_reports_the_answer(
     sent = receiver.requests[-1]
     check_signed(hook["secret"], sent)
     assert sent.json["event"] == "webhook.test"
+    assert UUID(sent.json["event_id"]) != UUID(sent.delivery_id)
     assert sent.json["data"] == {"webhook_id": hook["id"]}
     assert ISO_MS.match(sent.json["timestamp"])
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from service.config import Settings
 from service.db.pool import connect
+from service.settings import Settings
 from tests.conftest import base_env
 from tests.support.api import create_tenant
 

@@ -3,14 +3,18 @@ attempt, dead letters after WEBHOOK_MAX_ATTEMPTS, retry-all and retry of one."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from aiohttp import web
+from prometheus_client.parser import text_string_to_metric_families
 
 from service.app import create_app
-from service.config import Settings
+from service.http.appkeys import METRICS
+from service.settings import Settings
 from tests.support.api import create_tenant, get_json
 from tests.support.webhooks import (
     ISO_MS,
@@ -55,6 +59,7 @@ async def test_retries_back_off_with_growing_gaps_and_keep_the_delivery_id(clien
     assert [r.status for r in attempts] == [500, 500, 200]
     assert len({r.delivery_id for r in attempts}) == 1
     assert len({r.body for r in attempts}) == 1  # the same event body on every attempt
+    assert len({r.json["event_id"] for r in attempts}) == 1
     for received in attempts:
         check_signed(hook["secret"], received)
     first_gap = attempts[1].started - attempts[0].started
@@ -118,6 +123,33 @@ async def test_dead_letter_then_retry_all_delivers(client, admin, receiver, db_c
     ]  # fmt: skip
     resp = await client.post("/api/v1/webhooks/deliveries/retry-all", headers=admin)
     assert await resp.json() == {"retried": 0}
+    # Counted once each outcome is recorded: wait for the last one, then check them all.
+    expected = {"success": 1.0, "failure": 2.0, "dead_letter": 1.0}
+    assert await _attempt_counts(client.app, expected) == expected
+    latency = _samples(client.app)["tenant_service_webhook_delivery_attempt_duration_seconds_count"]
+    assert latency == 4
+
+
+def _samples(app: web.Application) -> dict[str, float]:
+    text = app[METRICS].exposition().decode()
+    return {
+        sample.name + "".join(f"|{v}" for v in sample.labels.values()): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+async def _attempt_counts(app: web.Application, expected: dict[str, float]) -> dict[str, float]:
+    deadline = time.monotonic() + 10
+    while True:
+        samples = _samples(app)
+        counts = {
+            outcome: samples.get(f"tenant_service_webhook_delivery_attempts_total|{outcome}", 0.0)
+            for outcome in expected
+        }
+        if counts == expected or time.monotonic() > deadline:
+            return counts
+        await asyncio.sleep(0.02)
 
 
 async def test_retry_one_delivery(client, admin, receiver):

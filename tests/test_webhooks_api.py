@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
-from service.config import Settings
 from service.crypto import PURPOSE_WEBHOOK_SECRET, DecryptionError, webhook_aad
 from service.http.appkeys import DEPS
+from service.settings import Settings
 from tests.conftest import base_env
 from tests.support.api import create_tenant, get_json
 from tests.support.keys import key_headers
@@ -62,8 +63,14 @@ async def test_create_get_list_patch_delete(client, admin, db_conn):
     assert resp.headers["Location"] == f"/api/v1/webhooks/{created['id']}"
     assert set(created) == {
         "id", "url", "tenant_id", "events", "description", "active", "include_descendants",
-        "created_at", "updated_at", "secret",
+        "created_at", "updated_at", "disabled_reason", "disabled_at", "delivery_stats",
+        "secret",
     }  # fmt: skip
+    assert (created["disabled_reason"], created["disabled_at"], created["delivery_stats"]) == (
+        None, None,
+        {"success_rate": None, "attempts_succeeded": 0, "attempts_failed": 0,
+         "last_success_at": None, "last_failure_at": None},
+    )  # fmt: skip
     assert created["events"] == ["tenant.created", "config.updated"]  # repeats dropped
     assert (created["tenant_id"], created["active"], created["include_descendants"]) == (
         tenant["id"], True, True,
@@ -117,7 +124,7 @@ async def test_create_get_list_patch_delete(client, admin, db_conn):
 
 
 async def test_secrets_are_encrypted_and_bound_to_the_webhook(client, admin, db_conn):
-    chosen = "a-caller-chosen-secret-0123456789"
+    chosen = "whsec_" + base64.b64encode(b"a-caller-chosen-secret-0123456789").decode()
     first = await make_hook(client, admin, secret=chosen)
     second = await make_hook(client, admin)
     rows = {
@@ -149,7 +156,7 @@ async def test_secrets_are_encrypted_and_bound_to_the_webhook(client, admin, db_
     assert row["previous_encrypted_secret"] == rows[first["id"]]
     assert 23.9 * 3600 < row["overlap"].total_seconds() <= 24 * 3600
     assert rotated["secret"] not in row["encrypted_secret"]
-    chosen_again = "another-caller-chosen-secret-42"
+    chosen_again = "whsec_" + base64.b64encode(b"another-caller-chosen-secret-42").decode()
     status, body = await post(
         client, f"/api/v1/webhooks/{first['id']}/rotate-secret", admin, {"secret": chosen_again}
     )
@@ -166,7 +173,19 @@ async def test_secrets_are_encrypted_and_bound_to_the_webhook(client, admin, db_
         ({"url": URL, "events": ["webhook.test"]}, "events[0]"),
         ({"url": URL, "events": ["tenant.created"], "colour": "red"}, "colour"),
         ({"url": URL, "events": ["tenant.created"], "secret": "short"}, "secret"),
-        ({"url": URL, "events": ["tenant.created"], "secret": "whsec_not*base64*at*all!"}, "body"),
+        (
+            {"url": URL, "events": ["tenant.created"], "secret": "whsec_not*base64*at*all!"},
+            "secret",
+        ),
+        (
+            {
+                "url": URL,
+                "events": ["tenant.created"],
+                "secret": "a-caller-chosen-secret-0123456789",
+            },
+            "secret",
+        ),
+        ({"url": URL, "events": ["tenant.created"], "secret": "whsec_" + "A" * 100}, "secret"),
         ({"url": URL, "events": ["tenant.created"], "tenant_id": "nope"}, "tenant_id"),
         ({"url": URL, "events": ["tenant.created"], "active": "yes"}, "active"),
         ({"url": 42, "events": ["tenant.created"]}, "url"),

@@ -15,7 +15,7 @@ import psutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.processes import KEY_PATTERN, ServiceProcess, service_env
+from tests.support.processes import ServiceProcess, development_key, free_port, service_env
 
 REQUESTS = 60
 
@@ -51,15 +51,18 @@ def wait_for_workers(service: ServiceProcess, count: int) -> list[psutil.Process
 
 
 def test_two_workers_answer_on_one_port_and_stop_on_sigterm(tmp_path: Path, data_dir: Path) -> None:
-    env = service_env(DATA_DIR=str(data_dir), LOG_LEVEL="info", RATE_LIMIT_MAX="100000")
+    metrics_port = free_port()
+    env = service_env(
+        DATA_DIR=str(data_dir), LOG_LEVEL="info", RATE_LIMIT_MAX="100000",
+        METRICS_PORT=str(metrics_port),
+    )  # fmt: skip
     service = ServiceProcess(env, tmp_path, "--workers", "2")
     try:
         service.wait_ready(timeout=90)
         workers = wait_for_workers(service, 2)
         assert len(workers) == 2
         worker_pids = {w.pid for w in workers}
-        keys = KEY_PATTERN.findall(service.output())
-        assert len(keys) == 1, "one development key for both workers"
+        keys = [development_key(service.output(), data_dir)]  # one for both workers
 
         answered_by: dict[str, int] = {}
         for i in range(REQUESTS):
@@ -75,8 +78,10 @@ def test_two_workers_answer_on_one_port_and_stop_on_sigterm(tmp_path: Path, data
         assert len(answered_by) == REQUESTS
         assert set(answered_by.values()) == worker_pids, "both workers answered"
 
-        # Whichever worker answers the scrape reports the requests of both.
-        status, body = get(service.port, "/metrics")
+        # Metrics are not on the API port (no METRICS_TOKEN) but on METRICS_PORT, where
+        # whichever worker answers the scrape reports the requests of both.
+        assert get(service.port, "/metrics")[0] == 404
+        status, body = get(metrics_port, "/metrics")
         assert status == 200
         total = 0.0
         for family in text_string_to_metric_families(body.decode()):
@@ -87,6 +92,25 @@ def test_two_workers_answer_on_one_port_and_stop_on_sigterm(tmp_path: Path, data
                 ):
                     total += sample.value
         assert total == REQUESTS
+        # Runtime figures cannot be summed through the shared directory: they are the
+        # answering worker's, labelled with its pid; build_info is the same in each.
+        text = body.decode()
+        assert "_created" not in text
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        (memory,) = families["process_resident_memory_bytes"].samples
+        assert int(memory.labels["pid"]) in worker_pids
+        assert {s.labels["pid"] for s in families["python_gc_collections"].samples} == {
+            memory.labels["pid"]
+        }
+        (info,) = families["tenant_service_build_info"].samples
+        assert set(info.labels) == {"version", "python"}
+        outcomes = {
+            s.labels["outcome"]: s.value
+            for s in families["tenant_service_webhook_delivery_attempts"].samples
+        }
+        assert outcomes == {"success": 0, "failure": 0, "dead_letter": 0}
+        capacity = families["tenant_service_db_pool_max_connections"].samples
+        assert [s.value for s in capacity] == [2 * int(env.get("DB_POOL_MAX_SIZE", "10"))]
 
         postmaster = int((data_dir / "postgres" / "postmaster.pid").read_text().split()[0])
     finally:

@@ -1,16 +1,22 @@
 """Turning request headers into a Principal and a rate-limit decision, or a 401/429.
 
-Order of work, cheapest first (DESIGN.md section 5):
-1. A key's shape and checksum are checked without the database.
-2. A cached key (service.auth.key_cache) costs no database round trip.
-3. Before a key is looked up, the client address's bucket for bad credentials is
-   consulted: an address over its limit gets 429 and causes no lookup (brute force).
-4. Missing or bad credentials count against that address bucket; valid ones against
-   the caller's own bucket (the key's limits, else the global defaults).
+Order of work, cheapest first (docs/api.md, Authentication and scopes):
+1. A key's shape and checksum are checked without the database: garbage (and a key of
+   an environment this deployment refuses) costs nothing and counts only against the
+   client address's anonymous bucket (`anon:`), as do missing credentials and bad JWTs.
+2. A cached key (service.caches.key_cache) costs no database round trip.
+3. A well-formed key that is not cached is looked up. A lookup that finds no usable key
+   counts against the address's lookup bucket (`lookup:`); past its limit such failures
+   are answered 429. A valid key is never refused by either address bucket: an address
+   over its lookup budget still has its keys looked up, one at a time per process, so
+   a flood of forged keys from it costs at most one database connection.
+4. A valid caller counts against its own bucket (the key's limits, else the defaults).
+The address is the client's as TRUSTED_PROXIES establishes it (service/http/clients.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -18,19 +24,20 @@ from datetime import UTC, datetime
 
 import asyncpg
 
-from service.auth.jwt_tokens import decode_token
-from service.auth.key_cache import KeyCache
+from service.auth.jwks import JwksCache
+from service.auth.jwt_tokens import TokenVerifier
 from service.auth.key_listener import KeyChangeListener
 from service.auth.keys import hash_key, parse_key
 from service.auth.principal import Principal
 from service.auth.usage import UsageRecorder
-from service.config import Settings
+from service.caches.key_cache import KeyCache
+from service.caches.read_cache import ReadCache
 from service.db.pool import Database
 from service.errors import ServiceError
 from service.ratelimit.buckets import Decision
 from service.ratelimit.limiter import RateLimiter
 from service.repositories.api_keys import ApiKeysRepository, KeyCredentials
-from service.usecases.read_cache import ReadCache
+from service.settings import Settings
 
 _CHALLENGE = 'Bearer realm="tenant-service", ApiKey realm="tenant-service"'
 
@@ -40,6 +47,15 @@ def missing_credentials() -> ServiceError:
         "UNAUTHORIZED",
         "authentication required: send X-API-Key or Authorization: Bearer <JWT>",
         headers={"WWW-Authenticate": _CHALLENGE},
+    )
+
+
+def ambiguous_credentials() -> ServiceError:
+    # Which one was meant cannot be known, and trying both would let a stray default
+    # header decide who the caller is: refuse (docs/decisions.md).
+    return ServiceError(
+        "AMBIGUOUS_CREDENTIALS",
+        "send either X-API-Key or Authorization, not both",
     )
 
 
@@ -113,6 +129,15 @@ class Authenticator:
         self.cache = KeyCache()
         self.usage = UsageRecorder(db, keys)
         self.listener: KeyChangeListener | None = None
+        # Lookups for addresses over their failed-lookup budget wait for each other.
+        self._suspect_lookups = asyncio.Semaphore(1)
+        self.jwks = JwksCache(settings) if settings.jwks_configured else None
+        self.tokens = TokenVerifier(settings, self.jwks)
+
+    def count_jwks_fetches(self, count: Callable[[str], None]) -> None:
+        """Report each JWKS fetch's outcome (success, failure) to the metrics."""
+        if self.jwks is not None:
+            self.jwks.on_fetch = count
 
     async def start(self, dsn: str) -> None:
         self.usage.start()
@@ -124,29 +149,32 @@ class Authenticator:
             await self.listener.stop()
             self.listener = None
         await self.usage.stop()
+        if self.jwks is not None:
+            await self.jwks.close()
 
     async def admit(
         self, api_key: str | None, authorization: str | None, address: str | None
     ) -> Admission:
-        guard = f"addr:{address or 'unknown'}"
-        principal: Principal | None = None
-        failure: ServiceError
+        where = address or "unknown"
+        if api_key is not None and authorization is not None:
+            return Admission(None, ambiguous_credentials(), None)
         if api_key is not None:
-            found = await self._from_api_key(api_key.strip(), guard)
-            if isinstance(found, Decision):
-                return Admission(None, rate_limited(found), found)
-            principal, failure = found, invalid_key()
-        elif authorization is not None:
-            try:
-                principal = self._from_bearer(authorization)
-            except ServiceError as err:
-                failure = err
-        else:
-            failure = missing_credentials()
-        if principal is None:
-            decision = await self.limiter.hit(guard, self.limiter.default)
-            error = failure if decision.allowed else rate_limited(decision)
-            return Admission(None, error, decision)
+            return await self._admit_key(api_key.strip(), where)
+        if authorization is None:
+            return await self._refuse(f"anon:{where}", missing_credentials())
+        try:
+            principal = await self._from_bearer(authorization)
+        except ServiceError as err:
+            if err.code == "SERVICE_UNAVAILABLE":
+                return Admission(None, err, None)  # the provider's fault, not the caller's
+            return await self._refuse(f"anon:{where}", err)
+        return await self._charge(principal)
+
+    async def _refuse(self, bucket: str, error: ServiceError) -> Admission:
+        decision = await self.limiter.hit(bucket, self.limiter.default)
+        return Admission(None, error if decision.allowed else rate_limited(decision), decision)
+
+    async def _charge(self, principal: Principal) -> Admission:
         limit = self.limiter.limit_for(
             principal.rate_limit_max, principal.rate_limit_window_seconds
         )
@@ -155,7 +183,7 @@ class Authenticator:
             return Admission(None, rate_limited(decision), decision)
         return Admission(principal, None, decision)
 
-    def _from_bearer(self, authorization: str) -> Principal:
+    async def _from_bearer(self, authorization: str) -> Principal:
         scheme, _, token = authorization.strip().partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise ServiceError(
@@ -163,28 +191,32 @@ class Authenticator:
                 "the Authorization header must be 'Bearer <JWT>'",
                 headers={"WWW-Authenticate": _CHALLENGE},
             )
-        return decode_token(token.strip(), self.settings)
+        return await self.tokens.principal(token.strip())
 
-    async def _from_api_key(self, key: str, guard: str) -> Principal | Decision | None:
-        """The key's principal; None for a bad key; the guard's Decision when the client
-        address is over its limit and the key would need a lookup."""
+    async def _admit_key(self, key: str, where: str) -> Admission:
         # Shape and checksum first: a mistyped or forged key costs no database work, nor
         # does a key of an environment this deployment does not accept (live-only).
         if parse_key(key) not in self.settings.api_key_environments:
-            return None
+            return await self._refuse(f"anon:{where}", invalid_key())
         digest = hash_key(self.settings.api_key_hmac_secret, key)
         creds = self.cache.get(digest)
         if creds is None:
-            guard_state = await self.limiter.peek(guard, self.limiter.default)
-            if not guard_state.allowed:
-                return guard_state
-            generation = self.cache.generation
-            creds = await self.db.run(lambda c: self.keys.get_api_key_for_auth(c, digest))
-            if creds is None:
-                return None
-            self.cache.put(digest, creds, generation)
+            creds = await self._look_up(digest, f"lookup:{where}")
         now = datetime.now(UTC)
-        principal = principal_for_key(creds, now)
-        if principal is not None:
-            self.usage.record(creds.id, creds.last_used_at, now)
-        return principal
+        principal = None if creds is None else principal_for_key(creds, now)
+        if creds is None or principal is None:
+            return await self._refuse(f"lookup:{where}", invalid_key())
+        self.usage.record(creds.id, creds.last_used_at, now)
+        return await self._charge(principal)
+
+    async def _look_up(self, digest: bytes, bucket: str) -> KeyCredentials | None:
+        generation = self.cache.generation
+        state = await self.limiter.peek(bucket, self.limiter.default)
+        if state.allowed:
+            creds = await self.db.run(lambda c: self.keys.get_api_key_for_auth(c, digest))
+        else:
+            async with self._suspect_lookups:
+                creds = await self.db.run(lambda c: self.keys.get_api_key_for_auth(c, digest))
+        if creds is not None:
+            self.cache.put(digest, creds, generation)
+        return creds

@@ -19,7 +19,7 @@ _ADMIN_TENANT_ROUTES = re.compile(r"^/api/v1/tenants/[^/]+/(purge|export|migrate
 
 
 def is_admin_path(path: str) -> bool:
-    """Admin-only routes of the spec plus /api/v1/roles (DESIGN.md section 5)."""
+    """Admin-only routes, /api/v1/roles included (docs/api.md, Authentication and scopes)."""
     return any(path == p or path.startswith(p + "/") for p in ADMIN_PREFIXES) or bool(
         _ADMIN_TENANT_ROUTES.match(path)
     )

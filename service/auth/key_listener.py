@@ -1,7 +1,8 @@
 """The dedicated connection that LISTENs for key and role changes (migration 0006's
 triggers) and drops cached lookups, so a change made by any process reaches every
-process within a second. The same connection listens for context changes (migration
-0015's triggers) and empties the read cache (service/usecases/read_cache.py).
+process within a second. The same connection listens for tenant data changes (migration
+0020's triggers) and hands each announcement to the read cache
+(service/caches/read_cache.py), which drops what it names.
 
 The connection is watched: a termination callback notices a closed socket at once and
 a ping every few seconds notices a silent one. While it is down the key cache is off
@@ -17,9 +18,9 @@ from uuid import UUID
 
 import asyncpg
 
-from service.auth.key_cache import KeyCache
+from service.caches.key_cache import KeyCache
+from service.caches.read_cache import ReadCache
 from service.logs import get_logger
-from service.usecases.read_cache import ReadCache
 
 log = get_logger("service.auth.listener")
 CHANNEL = "tenant_service_api_keys"
@@ -142,9 +143,9 @@ class KeyChangeListener:
     def _notified(self, _conn: object, _pid: int, _channel: str, payload: object) -> None:
         self.on_notification(str(payload))
 
-    def _data_changed(self, _conn: object, _pid: int, _channel: str, _payload: object) -> None:
+    def _data_changed(self, _conn: object, _pid: int, _channel: str, payload: object) -> None:
         if self.reads is not None:
-            self.reads.clear()
+            self.reads.announced(str(payload))
 
     def _disable_caches(self) -> None:
         self.cache.disable()

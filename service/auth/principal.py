@@ -39,9 +39,6 @@ class Principal:
         return self.tenant_id is None or f"/{self.tenant_id}" in ancestry_path
 
 
-SYSTEM = Principal(actor_id="system", actor_type="system", scopes=frozenset(SCOPES))
-
-
 @dataclass(frozen=True, slots=True)
 class Actor:
     """The principal plus the request it acted through, as the audit log records it."""

@@ -48,6 +48,10 @@ _UNAVAILABLE = (
     ConnectionError,
     OSError,
     asyncio.TimeoutError,
+    # A pooled connection that ended up on a standby (a failover demoted its server),
+    # or no host of a multi-host DATABASE_URL is the primary yet: retry shortly.
+    asyncpg.ReadOnlySQLTransactionError,
+    asyncpg.TargetServerAttributeNotMatched,
 )
 
 

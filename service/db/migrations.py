@@ -9,7 +9,9 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Literal
 
 import asyncpg
 
@@ -59,28 +61,71 @@ class MigrationsRepository(Repository):
     _record = NamedSql("record_migration")
     _latest = NamedSql("latest_migration_version")
     _table_exists = NamedSql("migrations_table_exists")
+    _history = NamedSql("list_migration_history")
 
     async def lock_migrations(self, conn: asyncpg.Connection) -> None:
-        await conn.execute(self._lock, MIGRATION_LOCK_ID)
+        await self._lock.exec(conn, lock_id=MIGRATION_LOCK_ID)
 
     async def unlock_migrations(self, conn: asyncpg.Connection) -> None:
-        await conn.execute(self._unlock, MIGRATION_LOCK_ID)
+        await self._unlock.exec(conn, lock_id=MIGRATION_LOCK_ID)
 
     async def create_migrations_table(self, conn: asyncpg.Connection) -> None:
-        await conn.execute(self._create_table)
+        await self._create_table.exec(conn)
 
     async def list_applied_migrations(self, conn: asyncpg.Connection) -> dict[int, str]:
-        rows = await conn.fetch(self._list_applied)
+        rows = await self._list_applied.many(conn)
         return {row["version"]: row["checksum"] for row in rows}
 
     async def record_migration(self, conn: asyncpg.Connection, migration: Migration) -> None:
-        await conn.execute(self._record, migration.version, migration.name, migration.checksum)
+        await self._record.exec(
+            conn, version=migration.version, name=migration.name, checksum=migration.checksum
+        )
+
+    async def migration_history(self, conn: asyncpg.Connection) -> list[asyncpg.Record]:
+        """Applied migrations, oldest first; none on a database never migrated."""
+        if not await self._table_exists.value(conn):
+            return []
+        return await self._history.many(conn)
 
     async def latest_migration_version(self, conn: asyncpg.Connection) -> int | None:
-        if not await conn.fetchval(self._table_exists):
+        if not await self._table_exists.value(conn):
             return None
-        value = await conn.fetchval(self._latest)
+        value = await self._latest.value(conn)
         return None if value is None else int(value)
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationState:
+    """One migration as `migrate --status` reports it."""
+
+    version: int
+    name: str
+    # None: pending. A changed file or a version no file defines is reported, not raised.
+    applied_at: datetime | None
+    state: Literal["applied", "pending", "changed", "unknown"]
+
+
+async def migration_status(
+    conn: asyncpg.Connection, queries: Queries, migrations: list[Migration] | None = None
+) -> list[MigrationState]:
+    """Every migration file and every recorded version, in order, without applying any."""
+    migrations = load_migrations() if migrations is None else migrations
+    repo = MigrationsRepository(queries)
+    rows = await repo.migration_history(conn)
+    recorded = {row["version"]: row for row in rows}
+    states: list[MigrationState] = []
+    for migration in migrations:
+        row = recorded.pop(migration.version, None)
+        if row is None:
+            states.append(MigrationState(migration.version, migration.name, None, "pending"))
+            continue
+        state: Literal["applied", "changed"] = (
+            "applied" if row["checksum"] == migration.checksum else "changed"
+        )
+        states.append(MigrationState(migration.version, migration.name, row["applied_at"], state))
+    for version, row in recorded.items():
+        states.append(MigrationState(version, row["name"], row["applied_at"], "unknown"))
+    return sorted(states, key=lambda s: s.version)
 
 
 async def apply_migrations(

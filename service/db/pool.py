@@ -15,17 +15,21 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import Any, Literal, TypeVar, cast
 
 import asyncpg
 import orjson
 from asyncpg.transaction import Transaction
 
-from service.config import Settings
-from service.db.errors import service_unavailable
+from service.db.consistency import primary_only, required_position
+from service.db.errors import is_unavailable, service_unavailable
 from service.db.held import HeldTransaction, current_hold
+from service.db.queries import Queries
+from service.db.replicas import Replica, ReplicaSet
+from service.db.replication import ReplicationRepository
 from service.errors import RetryTransaction
+from service.settings import Settings
 
 T = TypeVar("T")
 Connection = asyncpg.Connection
@@ -75,23 +79,35 @@ async def keep_session(conn: asyncpg.Connection) -> None:
     on dedicated connections only. tests/test_pool_session.py keeps the SQL that way."""
 
 
-async def create_pool(settings: Settings, dsn: str) -> asyncpg.Pool:
+def server_settings(settings: Settings) -> dict[str, str]:
+    """Session settings sent when connecting. PgBouncer refuses startup parameters it
+    does not know, so through it only application_name is sent: set the others on the
+    role (ALTER ROLE ... SET statement_timeout = ..., docs/scaling.md)."""
+    if settings.database_pgbouncer:
+        return {"application_name": "tenant-service"}
+    return {
+        "application_name": "tenant-service",
+        "statement_timeout": str(settings.db_statement_timeout_ms),
+        "idle_in_transaction_session_timeout": "60000",
+        # Tree queries are short; JIT compilation would only add latency.
+        "jit": "off",
+    }
+
+
+async def create_pool(settings: Settings, dsn: str, *, min_size: int | None = None) -> asyncpg.Pool:
     pool = await asyncpg.create_pool(
         dsn,
-        min_size=settings.db_pool_min_size,
+        min_size=settings.db_pool_min_size if min_size is None else min_size,
         max_size=settings.db_pool_max_size,
         init=init_connection,
         reset=keep_session,
-        statement_cache_size=1024,
+        statement_cache_size=settings.database_statement_cache_size,
         max_inactive_connection_lifetime=300,
         command_timeout=command_timeout(settings),
-        server_settings={
-            "application_name": "tenant-service",
-            "statement_timeout": str(settings.db_statement_timeout_ms),
-            "idle_in_transaction_session_timeout": "60000",
-            # Tree queries are short; JIT compilation would only add latency.
-            "jit": "off",
-        },
+        # A host that does not answer (a dead primary of several) must not hold a
+        # request for asyncpg's default minute.
+        timeout=settings.db_acquire_timeout_seconds,
+        server_settings=server_settings(settings),
     )
     assert pool is not None
     return pool
@@ -100,10 +116,18 @@ async def create_pool(settings: Settings, dsn: str) -> asyncpg.Pool:
 class Database:
     """The pool holder: built by the app factory, opened and closed with the app."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, queries: Queries | None = None) -> None:
         self.settings = settings
+        self._positions = ReplicationRepository(queries or Queries.load())
         self.acquire_timeout = settings.db_acquire_timeout_seconds
         self._pool: asyncpg.Pool | None = None
+        self.replicas = ReplicaSet(
+            settings.database_replica_urls,
+            max_lag_seconds=settings.database_replica_max_lag_seconds,
+            check_seconds=settings.database_replica_check_seconds,
+            pool_factory=lambda url: create_pool(settings, url, min_size=0),
+            positions=self._positions,
+        )
 
     @property
     def pool(self) -> asyncpg.Pool:
@@ -117,8 +141,10 @@ class Database:
 
     async def open(self, dsn: str) -> None:
         self._pool = await create_pool(self.settings, dsn)
+        await self.replicas.start(self._pool)
 
     async def close(self) -> None:
+        await self.replicas.stop()
         if self._pool is not None:
             pool, self._pool = self._pool, None
             await pool.close()
@@ -150,6 +176,78 @@ class Database:
         """fn(conn) outside an explicit transaction: for single-statement reads."""
         async with self.connection() as conn:
             return await fn(conn)
+
+    async def read(self, fn: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        """fn(conn) for a read that replica data may answer (docs/scaling.md): on a
+        usable replica, else on the primary. A replica that fails is skipped from then
+        on and the read runs again on the primary."""
+        taken = await self._replica_connection()
+        if taken is not None:
+            replica, pool, conn = taken
+            try:
+                try:
+                    return await fn(conn)
+                finally:
+                    await _give_back(pool, conn)
+            except Exception as exc:
+                if not _replica_trouble(exc):
+                    raise
+                if not _recovery_conflict(exc):
+                    await self.replicas.failed_read(replica, exc)
+        return await self.run(fn)
+
+    @asynccontextmanager
+    async def read_connection(self) -> AsyncIterator[asyncpg.Connection]:
+        """A connection for several reads that replica data may answer. A replica that
+        fails midway is skipped from then on; the request answers 503 (retry)."""
+        taken = await self._replica_connection()
+        if taken is None:
+            async with self.connection() as conn:
+                yield conn
+            return
+        replica, pool, conn = taken
+        try:
+            try:
+                yield conn
+            finally:
+                await _give_back(pool, conn)
+        except Exception as exc:
+            if not _replica_trouble(exc):
+                raise
+            if not _recovery_conflict(exc):
+                await self.replicas.failed_read(replica, exc)
+            raise service_unavailable() from exc
+
+    async def _replica_connection(
+        self,
+    ) -> tuple[Replica, asyncpg.Pool, asyncpg.Connection] | None:
+        """A connection of a usable replica, or None: the primary reads. A replica that
+        cannot connect is skipped from then on; one whose pool is busy, for this read."""
+        held = current_hold()
+        if primary_only() or (held is not None and held.conn is not None):
+            return None  # a write request, or inside a write's transaction
+        replica = self.replicas.choose(required_position())
+        pool = None if replica is None else replica.pool
+        if replica is None or pool is None:
+            return None
+        try:
+            conn = await pool.acquire(timeout=self.acquire_timeout)
+        except TimeoutError:
+            return None
+        except Exception as exc:
+            if not is_unavailable(exc):
+                raise
+            await self.replicas.failed_read(replica, exc)
+            return None
+        return replica, pool, cast(asyncpg.Connection, conn)
+
+    async def write_position(self) -> int | None:
+        """The primary's WAL position now (after a commit: at or past its record)."""
+        try:
+            async with self.connection() as conn:
+                return await self._positions.current_position(conn)
+        except Exception:
+            return None  # the write happened; only its token is missing
 
     async def transaction(
         self,
@@ -242,3 +340,19 @@ class Database:
             pass
         finally:
             await self._release(conn)
+
+
+async def _give_back(pool: asyncpg.Pool, conn: asyncpg.Connection) -> None:
+    # A replica pool closed meanwhile (the replica failed) has dropped the connection.
+    with suppress(Exception):
+        await pool.release(cast(Any, conn))
+
+
+def _recovery_conflict(exc: BaseException) -> bool:
+    """A standby cancelled the read to replay WAL (or it ran too long): the primary
+    answers it; the replica itself is fine."""
+    return isinstance(exc, asyncpg.SerializationError | asyncpg.QueryCanceledError)
+
+
+def _replica_trouble(exc: BaseException) -> bool:
+    return _recovery_conflict(exc) or is_unavailable(exc)

@@ -2,6 +2,8 @@
 
 A repository declares the queries it runs as `NamedSql` attributes; constructing it
 checks that every one exists, so a missing name fails at start, not on first use.
+`self._get` is then the loaded Query, run by its declared shape with keyword
+parameters only: `await self._get.one(conn, tenant_id=tenant_id)`.
 Methods take the connection first, so the caller owns the transaction.
 """
 
@@ -9,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any, overload
 
-from service.db.queries import Queries
+from service.db.queries import Queries, Query
 
 
 class NamedSql:
-    """A descriptor giving the SQL text of a named query."""
+    """A descriptor giving the loaded Query of a name (run it with .one/.value/.many/.exec)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -21,11 +23,11 @@ class NamedSql:
     @overload
     def __get__(self, obj: None, owner: type[Any]) -> NamedSql: ...
     @overload
-    def __get__(self, obj: Repository, owner: type[Any]) -> str: ...
-    def __get__(self, obj: Repository | None, owner: type[Any]) -> NamedSql | str:
+    def __get__(self, obj: Repository, owner: type[Any]) -> Query: ...
+    def __get__(self, obj: Repository | None, owner: type[Any]) -> NamedSql | Query:
         if obj is None:
             return self
-        return obj.queries.sql(self.name)
+        return obj.queries[self.name]
 
 
 class Repository:

@@ -1,18 +1,15 @@
-"""API-key endpoints (DESIGN.md section 5). The plaintext key appears only in the
+"""API-key endpoints (docs/api.md, Authentication and scopes). The plaintext key appears only in the
 answers to create and rotate."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from aiohttp import web
 
-from service.http.appkeys import API_KEY_COMMANDS, API_KEY_QUERIES
+from service.http.appkeys import use_cases
 from service.http.middleware import actor_of, principal_of
 from service.http.requests import parse_query, path_uuid, read_body, read_optional_body
-from service.http.responses import json_response
+from service.http.responses import json_response, next_page
 from service.http.routing import Api
-from service.representations import stored_key_json
 from service.schemas.api_keys import (
     ApiKeyCreate,
     ApiKeyPatch,
@@ -21,7 +18,8 @@ from service.schemas.api_keys import (
     ListApiKeysQuery,
     RoleAssignment,
 )
-from service.usecases.api_key_commands import CreatedKey
+from service.usecases.keys.commands import CreatedKey
+from service.views.keys import ApiKey, ApiKeyPage, ApiKeyWithPlaintext
 
 api = Api("api-keys")
 KEY_ERRORS = ("VALIDATION_ERROR", "API_KEY_NOT_FOUND", "TENANT_ACCESS_DENIED")
@@ -30,7 +28,9 @@ KEY_ERRORS = ("VALIDATION_ERROR", "API_KEY_NOT_FOUND", "TENANT_ACCESS_DENIED")
 def _created(created: CreatedKey) -> web.Response:
     key_id = created.stored.key.id
     return json_response(
-        {**stored_key_json(created.stored), "plaintext_key": created.plaintext},
+        ApiKeyWithPlaintext.issued(
+            created.stored.key, created.plaintext, role_scopes=created.stored.role_scopes
+        ),
         status=201,
         # The only answers carrying a key's text: never cached by anything on the way.
         headers={"Location": f"/api/v1/api-keys/{key_id}", "Cache-Control": "no-store"},
@@ -40,12 +40,13 @@ def _created(created: CreatedKey) -> web.Response:
 @api.route(
     "POST", "/api/v1/api-keys", summary="Create an API key (its text is shown once)",
     body=ApiKeyCreate, response="ApiKeyWithPlaintext", status=201,
+    extra={"headers": {201: ("Location",)}},
     errors=("VALIDATION_ERROR", "INSUFFICIENT_SCOPE", "TENANT_ACCESS_DENIED",
-            "TENANT_NOT_FOUND", "TENANT_ARCHIVED", "ROLE_NOT_FOUND"),
+            "TENANT_NOT_FOUND", "TENANT_ARCHIVED", "ROLE_NOT_FOUND", "EXCEEDS_CALLER_LIMITS"),
 )  # fmt: skip
 async def create_api_key(request: web.Request) -> web.Response:
     body = await read_body(request, ApiKeyCreate)
-    created = await request.app[API_KEY_COMMANDS].create(
+    created = await use_cases(request).api_key_commands.create(
         principal_of(request), actor_of(request), body
     )
     return _created(created)
@@ -54,16 +55,19 @@ async def create_api_key(request: web.Request) -> web.Response:
 @api.route(
     "GET", "/api/v1/api-keys", summary="List API keys (keyset pages)", query=ListApiKeysQuery,
     response="ApiKeyPage", errors=("VALIDATION_ERROR", "TENANT_NOT_FOUND"),
+    extra={"headers": {200: ("Link",)}},
 )  # fmt: skip
 async def list_api_keys(request: web.Request) -> web.Response:
     query = parse_query(request, ListApiKeysQuery)
-    page = await request.app[API_KEY_QUERIES].list_page(principal_of(request), query)
-    body: dict[str, Any] = {
-        "data": [stored_key_json(k) for k in page.items],
-        "next_cursor": None if page.next_cursor is None else str(page.next_cursor),
-        "has_more": page.has_more,
-    }
-    return json_response(body)
+    page = await use_cases(request).api_key_queries.list_page(principal_of(request), query)
+    return json_response(
+        ApiKeyPage(
+            data=[ApiKey.of(k) for k in page.items],
+            next_cursor=page.next_cursor,
+            has_more=page.has_more,
+        ),
+        headers=next_page(request, page.next_cursor),
+    )
 
 
 # Declared before /api/v1/api-keys/{id}: routes match in order.
@@ -73,8 +77,8 @@ async def list_api_keys(request: web.Request) -> web.Response:
 )  # fmt: skip
 async def list_dormant_api_keys(request: web.Request) -> web.Response:
     query = parse_query(request, DormantQuery)
-    keys = await request.app[API_KEY_QUERIES].dormant(principal_of(request), query.days)
-    return json_response([stored_key_json(k) for k in keys])
+    keys = await use_cases(request).api_key_queries.dormant(principal_of(request), query.days)
+    return json_response([ApiKey.of(k) for k in keys])
 
 
 @api.route(
@@ -82,22 +86,23 @@ async def list_dormant_api_keys(request: web.Request) -> web.Response:
     errors=KEY_ERRORS,
 )  # fmt: skip
 async def get_api_key(request: web.Request) -> web.Response:
-    stored = await request.app[API_KEY_QUERIES].get(principal_of(request), path_uuid(request))
-    return json_response(stored_key_json(stored))
+    stored = await use_cases(request).api_key_queries.get(principal_of(request), path_uuid(request))
+    return json_response(ApiKey.of(stored))
 
 
 @api.route(
     "PATCH", "/api/v1/api-keys/{id}", summary="Change a key's name, scopes, limits or expiry",
     body=ApiKeyPatch, response="ApiKey",
-    errors=(*KEY_ERRORS, "INSUFFICIENT_SCOPE", "API_KEY_REVOKED"),
+    errors=(*KEY_ERRORS, "INSUFFICIENT_SCOPE", "API_KEY_REVOKED",
+            "EXCEEDS_CALLER_LIMITS"),
 )  # fmt: skip
 async def update_api_key(request: web.Request) -> web.Response:
     key_id = path_uuid(request)
     patch = await read_body(request, ApiKeyPatch)
-    stored = await request.app[API_KEY_COMMANDS].update(
+    stored = await use_cases(request).api_key_commands.update(
         principal_of(request), actor_of(request), key_id, patch
     )
-    return json_response(stored_key_json(stored))
+    return json_response(ApiKey.of(stored))
 
 
 @api.route(
@@ -106,7 +111,9 @@ async def update_api_key(request: web.Request) -> web.Response:
 )  # fmt: skip
 async def revoke_api_key(request: web.Request) -> web.Response:
     key_id = path_uuid(request)
-    await request.app[API_KEY_COMMANDS].revoke(principal_of(request), actor_of(request), key_id)
+    await use_cases(request).api_key_commands.revoke(
+        principal_of(request), actor_of(request), key_id
+    )
     return web.Response(status=204)
 
 
@@ -115,13 +122,14 @@ async def revoke_api_key(request: web.Request) -> web.Response:
     summary="Replace a key with a new one of the same settings (old one revoked now or "
             "after grace_period_seconds)",
     body=ApiKeyRotate, response="ApiKeyWithPlaintext", status=201,
-    extra={"body_required": False},
-    errors=(*KEY_ERRORS, "INSUFFICIENT_SCOPE", "API_KEY_REVOKED"),
+    extra={"body_required": False, "headers": {201: ("Location",)}},
+    errors=(*KEY_ERRORS, "INSUFFICIENT_SCOPE", "API_KEY_REVOKED",
+            "EXCEEDS_CALLER_LIMITS"),
 )  # fmt: skip
 async def rotate_api_key(request: web.Request) -> web.Response:
     key_id = path_uuid(request)
     body = await read_optional_body(request, ApiKeyRotate) or ApiKeyRotate()
-    created = await request.app[API_KEY_COMMANDS].rotate(
+    created = await use_cases(request).api_key_commands.rotate(
         principal_of(request), actor_of(request), key_id, body.grace_period_seconds
     )
     return _created(created)
@@ -130,28 +138,30 @@ async def rotate_api_key(request: web.Request) -> web.Response:
 @api.route(
     "PUT", "/api/v1/api-keys/{id}/role", summary="Assign a role (its scopes replace the key's)",
     body=RoleAssignment, response="ApiKey",
-    errors=(*KEY_ERRORS, "ROLE_NOT_FOUND", "INSUFFICIENT_SCOPE", "API_KEY_REVOKED"),
+    errors=(*KEY_ERRORS, "ROLE_NOT_FOUND", "INSUFFICIENT_SCOPE", "API_KEY_REVOKED",
+            "EXCEEDS_CALLER_LIMITS"),
 )  # fmt: skip
 async def assign_role(request: web.Request) -> web.Response:
     key_id = path_uuid(request)
     body = await read_body(request, RoleAssignment)
-    stored = await request.app[API_KEY_COMMANDS].assign_role(
+    stored = await use_cases(request).api_key_commands.assign_role(
         principal_of(request), actor_of(request), key_id, body.role_id
     )
-    return json_response(stored_key_json(stored))
+    return json_response(ApiKey.of(stored))
 
 
 @api.route(
     "DELETE", "/api/v1/api-keys/{id}/role", summary="Remove the key's role (back to its own "
     "scopes)", response="ApiKey",
-    errors=(*KEY_ERRORS, "INSUFFICIENT_SCOPE", "API_KEY_REVOKED"),
+    errors=(*KEY_ERRORS, "INSUFFICIENT_SCOPE", "API_KEY_REVOKED",
+            "EXCEEDS_CALLER_LIMITS"),
 )  # fmt: skip
 async def remove_role(request: web.Request) -> web.Response:
     key_id = path_uuid(request)
-    stored = await request.app[API_KEY_COMMANDS].remove_role(
+    stored = await use_cases(request).api_key_commands.remove_role(
         principal_of(request), actor_of(request), key_id
     )
-    return json_response(stored_key_json(stored))
+    return json_response(ApiKey.of(stored))
 
 
 @api.route(
@@ -159,7 +169,7 @@ async def remove_role(request: web.Request) -> web.Response:
     response="EffectiveScopes", errors=KEY_ERRORS,
 )  # fmt: skip
 async def effective_scopes(request: web.Request) -> web.Response:
-    result = await request.app[API_KEY_QUERIES].effective_scopes(
+    result = await use_cases(request).api_key_queries.effective_scopes(
         principal_of(request), path_uuid(request)
     )
     return json_response(result)

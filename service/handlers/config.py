@@ -1,16 +1,16 @@
-"""Config entries and permission policies of a tenant (DESIGN.md section 4)."""
+"""Config entries and permission policies of a tenant (docs/api.md, inheritance)."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
-from service.entry_representations import config_entry_json, permission_json
-from service.http.appkeys import CONFIG_ENTRIES, PERMISSION_POLICIES
+from service.http.appkeys import use_cases
 from service.http.middleware import actor_of, principal_of
 from service.http.requests import parse_query, path_uuid, read_body
 from service.http.responses import json_response
 from service.http.routing import Api
 from service.schemas.config import ConfigPut, PermissionPut, RevealQuery, entry_key
+from service.views.entries import ConfigEntry, PermissionPolicy
 
 api = Api("config")
 READ_ERRORS = ("VALIDATION_ERROR", "TENANT_NOT_FOUND", "TENANT_ARCHIVED")
@@ -31,11 +31,11 @@ def _no_store(reveal: bool) -> dict[str, str]:
 async def list_config(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
     query = parse_query(request, RevealQuery)
-    entries = await request.app[CONFIG_ENTRIES].list_entries(
+    entries = await use_cases(request).config_entries.list_entries(
         principal_of(request), tenant_id, reveal=query.reveal
     )
     return json_response(
-        [config_entry_json(e.entry, e.value) for e in entries], headers=_no_store(query.reveal)
+        [ConfigEntry.of(e.entry, e.value) for e in entries], headers=_no_store(query.reveal)
     )
 
 
@@ -47,30 +47,28 @@ async def get_config(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
     key = entry_key(request.match_info["key"])
     query = parse_query(request, RevealQuery)
-    shown = await request.app[CONFIG_ENTRIES].get(
+    shown = await use_cases(request).config_entries.get(
         principal_of(request), tenant_id, key, reveal=query.reveal
     )
-    return json_response(
-        config_entry_json(shown.entry, shown.value), headers=_no_store(query.reveal)
-    )
+    return json_response(ConfigEntry.of(shown.entry, shown.value), headers=_no_store(query.reveal))
 
 
 @api.route(
     "PUT", CONFIG_PATH + "/{key}", summary="Create (201) or replace (200) a config entry",
     body=ConfigPut, response="ConfigEntry", status=201,
-    extra={"responses": {200: "ConfigEntry"}},
+    extra={"responses": {200: "ConfigEntry"}, "headers": {201: ("Location",)}},
     errors=(*READ_ERRORS, "CONFIG_LOCKED"),
 )  # fmt: skip
 async def put_config(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
     key = entry_key(request.match_info["key"])
     body = await read_body(request, ConfigPut)
-    shown, created = await request.app[CONFIG_ENTRIES].put(
+    shown, created = await use_cases(request).config_entries.put(
         principal_of(request), actor_of(request), tenant_id, key, body
     )
     headers = {"Location": f"/api/v1/tenants/{tenant_id}/config/{key}"} if created else {}
     return json_response(
-        config_entry_json(shown.entry, shown.value), status=201 if created else 200, headers=headers
+        ConfigEntry.of(shown.entry, shown.value), status=201 if created else 200, headers=headers
     )
 
 
@@ -81,7 +79,7 @@ async def put_config(request: web.Request) -> web.Response:
 async def delete_config(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
     key = entry_key(request.match_info["key"])
-    await request.app[CONFIG_ENTRIES].delete(
+    await use_cases(request).config_entries.delete(
         principal_of(request), actor_of(request), tenant_id, key
     )
     return web.Response(status=204)
@@ -93,10 +91,10 @@ async def delete_config(request: web.Request) -> web.Response:
 )  # fmt: skip
 async def list_permissions(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
-    policies = await request.app[PERMISSION_POLICIES].list_policies(
+    policies = await use_cases(request).permission_policies.list_policies(
         principal_of(request), tenant_id
     )
-    return json_response([permission_json(p) for p in policies])
+    return json_response([PermissionPolicy.of(p) for p in policies])
 
 
 @api.route(
@@ -106,26 +104,28 @@ async def list_permissions(request: web.Request) -> web.Response:
 async def get_permission(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
     key = entry_key(request.match_info["key"])
-    policy = await request.app[PERMISSION_POLICIES].get(principal_of(request), tenant_id, key)
-    return json_response(permission_json(policy))
+    policy = await use_cases(request).permission_policies.get(principal_of(request), tenant_id, key)
+    return json_response(PermissionPolicy.of(policy))
 
 
 @api.route(
     "PUT", PERMISSIONS_PATH + "/{key}",
     summary="Create (201, permission.created) or replace (200, permission.updated) a policy",
     body=PermissionPut, response="PermissionPolicy", status=201,
-    extra={"responses": {200: "PermissionPolicy"}},
+    extra={"responses": {200: "PermissionPolicy"}, "headers": {201: ("Location",)}},
     errors=(*READ_ERRORS, "PERMISSION_LOCKED"),
 )  # fmt: skip
 async def put_permission(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
     key = entry_key(request.match_info["key"])
     body = await read_body(request, PermissionPut)
-    policy, created = await request.app[PERMISSION_POLICIES].put(
+    policy, created = await use_cases(request).permission_policies.put(
         principal_of(request), actor_of(request), tenant_id, key, body
     )
     headers = {"Location": f"/api/v1/tenants/{tenant_id}/permissions/{key}"} if created else {}
-    return json_response(permission_json(policy), status=201 if created else 200, headers=headers)
+    return json_response(
+        PermissionPolicy.of(policy), status=201 if created else 200, headers=headers
+    )
 
 
 @api.route(
@@ -135,7 +135,7 @@ async def put_permission(request: web.Request) -> web.Response:
 async def delete_permission(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
     key = entry_key(request.match_info["key"])
-    await request.app[PERMISSION_POLICIES].delete(
+    await use_cases(request).permission_policies.delete(
         principal_of(request), actor_of(request), tenant_id, key
     )
     return web.Response(status=204)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from service.console.assets import INDEX, Asset
+from service.console.assets import CONTENT_TYPES, INDEX, Asset
 from service.errors import ServiceError
-from service.handlers.context import none_match
+from service.etags import none_match
 from service.http.appkeys import CONSOLE_ASSETS
-from service.http.routing import Api
+from service.http.routing import FRESH_GET, Api
 
 api = Api("console")
 
@@ -61,13 +61,16 @@ def _serve(request: web.Request, name: str) -> web.Response:
 
 @api.route(
     "GET", "/console", summary="The admin console (HTML page)", public=True,
-    response="ConsolePage", extra={"content_type": "text/html", "responses": {304: None}},
+    response="ConsolePage", extra={"content_type": "text/html", **FRESH_GET},
 )  # fmt: skip
 async def console_page(request: web.Request) -> web.Response:
     return _serve(request, INDEX)
 
 
-@api.route("GET", "/console/", summary="Redirect to the admin console", public=True, status=308)
+@api.route(
+    "GET", "/console/", summary="Redirect to the admin console", public=True, status=308,
+    extra={"headers": {308: ("Location",)}},
+)  # fmt: skip
 async def console_slash(request: web.Request) -> web.Response:
     # One address for the page: /console/ and /console are the same thing to a person.
     return web.Response(status=308, headers={**SECURITY_HEADERS, "Location": "/console"})
@@ -76,7 +79,7 @@ async def console_slash(request: web.Request) -> web.Response:
 @api.route(
     "GET", "/console/{name}", summary="A static file of the admin console", public=True,
     errors=("NOT_FOUND",), response="ConsoleAsset",
-    extra={"content_type": "*/*", "responses": {304: None}},
+    extra={"content_type": tuple(dict.fromkeys(CONTENT_TYPES.values())), **FRESH_GET},
 )  # fmt: skip
 async def console_file(request: web.Request) -> web.Response:
     return _serve(request, request.match_info["name"])

@@ -5,12 +5,13 @@ from __future__ import annotations
 from aiohttp import web
 
 from service.errors import ServiceError
-from service.http.appkeys import ENCRYPTION_KEY_ROTATION
+from service.http.appkeys import use_cases
 from service.http.middleware import actor_of, principal_of
 from service.http.requests import read_body
 from service.http.responses import json_response
 from service.http.routing import Api
 from service.schemas.config import RotateEncryptionKey
+from service.views.compliance import EncryptionKeyRotation
 
 api = Api("maintenance")
 
@@ -30,10 +31,10 @@ async def rotate_encryption_key(request: web.Request) -> web.Response:
             "the encryption key is global; a tenant-scoped caller cannot rotate it",
         )
     body = await read_body(request, RotateEncryptionKey)
-    result = await request.app[ENCRYPTION_KEY_ROTATION].rotate(actor_of(request), body)
+    result = await use_cases(request).encryption_key_rotation.rotate(actor_of(request), body)
     return json_response(
-        {
-            "config_entries_rotated": result.config_entries_rotated,
-            "webhooks_rotated": result.webhooks_rotated,
-        }
+        EncryptionKeyRotation(
+            config_entries_rotated=result.config_entries_rotated,
+            webhooks_rotated=result.webhooks_rotated,
+        )
     )

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import orjson
 from aiohttp import web
 
-from service.http.appkeys import TENANT_EXPORT, TENANT_PURGE
+from service.http.appkeys import use_cases
 from service.http.middleware import actor_of, principal_of
 from service.http.requests import parse_query, path_uuid, read_body
 from service.http.responses import json_response
 from service.http.routing import Api
 from service.schemas.tenant_admin import ExportQuery, PurgeBody
+from service.views.base import encode
+from service.views.compliance import PurgeResult
 
 api = Api("gdpr")
 
@@ -24,15 +25,15 @@ api = Api("gdpr")
 async def export_tenant(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
     query = parse_query(request, ExportQuery)
-    document = await request.app[TENANT_EXPORT].export(
+    document = await use_cases(request).tenant_export.export(
         principal_of(request),
         actor_of(request),
         tenant_id,
         include_secrets=query.include_secrets,
     )
-    slug = document["tenant"]["slug"]  # ^[a-z][a-z0-9_]*$: safe in a header as it is
+    slug = document.tenant.slug  # ^[a-z][a-z0-9_]*$: safe in a header as it is
     return web.Response(
-        body=orjson.dumps(document),
+        body=encode(document),
         content_type="application/json",
         headers={
             "Content-Disposition": f'attachment; filename="tenant-{slug}-export.json"',
@@ -50,9 +51,7 @@ async def export_tenant(request: web.Request) -> web.Response:
 async def purge_tenant(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
     body = await read_body(request, PurgeBody)
-    result = await request.app[TENANT_PURGE].purge(
+    result = await use_cases(request).tenant_purge.purge(
         principal_of(request), actor_of(request), tenant_id, body
     )
-    return json_response(
-        {"tenant_id": str(result.tenant_id), "purged": True, "counts": result.counts}
-    )
+    return json_response(PurgeResult(tenant_id=result.tenant_id, purged=True, counts=result.counts))

@@ -1,4 +1,4 @@
-"""Liveness and readiness, without credentials."""
+"""The front door, liveness and readiness, without credentials."""
 
 from __future__ import annotations
 
@@ -9,6 +9,24 @@ from service.http.responses import json_response
 from service.http.routing import Api
 
 api = Api("operations")
+
+# GET / answers where to go: a person lands on the console, a program on the OpenAPI
+# document (docs/decisions.md, "First contact").
+INDEX = {
+    "service": "tenant-hierarchy-service",
+    "console": "/console",
+    "openapi": "/api/v1/openapi.json",
+    "health": "/health",
+    "documentation": "docs/api.md in the repository; the OpenAPI document describes every endpoint",
+}
+
+
+@api.route(
+    "GET", "/", summary="Where to go: the console and the OpenAPI document", response="Index",
+    public=True,
+)  # fmt: skip
+async def index(request: web.Request) -> web.Response:
+    return json_response(INDEX)
 
 
 @api.route(
@@ -21,7 +39,7 @@ async def health(request: web.Request) -> web.Response:
 @api.route(
     "GET", "/ready", summary="Readiness: database reachable and migrated", public=True,
     response="Readiness", errors=("SERVICE_UNAVAILABLE",),
-    extra={"responses": {503: "Readiness"}},
+    extra={"responses": {503: "Readiness"}, "headers": {503: ("Retry-After",)}},
 )  # fmt: skip
 async def ready(request: web.Request) -> web.Response:
     repos = request.app[REPOSITORIES]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from service.http.appkeys import RETENTION
+from service.http.appkeys import use_cases
 from service.http.middleware import actor_of, principal_of
 from service.http.requests import read_optional_body
 from service.http.responses import json_response
@@ -24,7 +24,7 @@ api = Api("maintenance")
 )  # fmt: skip
 async def purge_expired(request: web.Request) -> web.Response:
     body = await read_optional_body(request, PurgeExpiredBody) or PurgeExpiredBody()
-    counts = await request.app[RETENTION].purge_expired(
+    counts = await use_cases(request).retention.purge_expired(
         principal_of(request), actor_of(request), dry_run=body.dry_run
     )
     return json_response(counts)

@@ -1,10 +1,14 @@
-"""The OpenAPI document and the Prometheus metrics, both without credentials."""
+"""The OpenAPI document (no credentials) and the Prometheus metrics (METRICS_TOKEN on
+this port; service/metrics_listener.py serves them on METRICS_PORT)."""
 
 from __future__ import annotations
 
+import hmac
+
 from aiohttp import web
 
-from service.http.appkeys import DATABASE, ENDPOINTS, METRICS, OPENAPI, REPOSITORIES
+from service.errors import ServiceError
+from service.http.appkeys import DATABASE, ENDPOINTS, METRICS, OPENAPI, REPOSITORIES, SETTINGS
 from service.http.routing import Api
 from service.logs import get_logger
 
@@ -22,11 +26,33 @@ async def openapi_document(request: web.Request) -> web.Response:
 
 
 @api.route(
-    "GET", "/metrics", summary="Prometheus metrics (text exposition format)",
-    response="MetricsText", public=True, extra={"content_type": "text/plain"},
+    "GET", "/metrics",
+    summary="Prometheus metrics (text exposition format); 404 unless METRICS_TOKEN is set "
+    "and sent as Authorization: Bearer <METRICS_TOKEN>",
+    response="MetricsText", public=True, errors=("NOT_FOUND",),
+    extra={"content_type": "text/plain"},
 )  # fmt: skip
 async def metrics(request: web.Request) -> web.Response:
-    app = request.app
+    # On the API port metrics exist only for a scraper holding METRICS_TOKEN; everyone
+    # else gets the answer of a route that does not exist.
+    if not token_presented(request, request.app[SETTINGS].metrics_token, required=True):
+        raise ServiceError("NOT_FOUND", f"no route for {request.path}")
+    return await scrape(request.app)
+
+
+def token_presented(request: web.Request, token: str | None, *, required: bool) -> bool:
+    """Whether the request carries METRICS_TOKEN (or none is needed: not required and unset)."""
+    if token is None:
+        return not required
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    # Bytes: compare_digest refuses str holding non-ASCII, which a header may carry.
+    sent = given.strip().encode("utf-8", "surrogateescape")
+    return scheme.lower() == "bearer" and hmac.compare_digest(sent, token.encode())
+
+
+async def scrape(app: web.Application) -> web.Response:
+    """The exposition of every worker's figures; the database part costs two bounded
+    index scans (service.metrics.COUNT_CAP), whatever the tables hold."""
     recorder = app[METRICS]
     database = app[DATABASE]
     pool = database.pool if database.is_open else None

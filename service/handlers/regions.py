@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from service.http.appkeys import REGION_MIGRATIONS, SETTINGS
+from service.http.appkeys import SETTINGS, use_cases
 from service.http.middleware import actor_of, principal_of
 from service.http.requests import path_uuid, read_body
 from service.http.responses import json_response
 from service.http.routing import Api
 from service.schemas.tenant_admin import MigrateRegionBody
+from service.views.compliance import Region, RegionMigration
 
 api = Api("regions")
 
@@ -21,7 +22,7 @@ api = Api("regions")
 async def list_regions(request: web.Request) -> web.Response:
     settings = request.app[SETTINGS]
     return json_response(
-        [{"name": r, "default": r == settings.default_region} for r in settings.regions]
+        [Region(name=r, default=r == settings.default_region) for r in settings.regions]
     )
 
 
@@ -34,14 +35,14 @@ async def list_regions(request: web.Request) -> web.Response:
 async def migrate_region(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
     body = await read_body(request, MigrateRegionBody)
-    result = await request.app[REGION_MIGRATIONS].migrate(
+    result = await use_cases(request).region_migrations.migrate(
         principal_of(request), actor_of(request), tenant_id, body
     )
     return json_response(
-        {
-            "tenant_id": str(result.tenant_id),
-            "from_region": result.from_region,
-            "to_region": result.to_region,
-            "tenants_migrated": result.tenants_migrated,
-        }
+        RegionMigration(
+            tenant_id=result.tenant_id,
+            from_region=result.from_region,
+            to_region=result.to_region,
+            tenants_migrated=result.tenants_migrated,
+        )
     )

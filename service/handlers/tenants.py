@@ -1,19 +1,23 @@
-"""Tenant endpoints of the spec plus restore (DESIGN.md section 3)."""
+"""Tenant endpoints, restore included (docs/api.md, Tenants)."""
 
 from __future__ import annotations
-
-from typing import Any
-from uuid import UUID
 
 import msgspec
 from aiohttp import web
 
-from service.http.appkeys import TENANT_CHANGES, TENANT_CREATION, TENANT_MOVES, TENANT_QUERIES
+from service.http.appkeys import HEAVY_READS, use_cases
 from service.http.middleware import actor_of, principal_of
+from service.http.ratecost import charge_items
 from service.http.requests import field_error, parse_query, path_uuid, read_body
-from service.http.responses import json_response, raw_json_response
-from service.http.routing import Api
-from service.representations import opt_str, tenant_etag, tenant_json
+from service.http.responses import (
+    json_response,
+    next_page,
+    raw_json_response,
+    rendered_response,
+)
+from service.http.routing import FRESH_GET, IF_MATCH, Api
+from service.http.streaming import stream_json_array
+from service.repositories.tenants import Tenant as TenantRow
 from service.schemas.tenants import (
     ChildrenQuery,
     DescendantsQuery,
@@ -24,58 +28,61 @@ from service.schemas.tenants import (
     TenantMove,
     TenantPatch,
 )
-from service.usecases.tenant_creation import BatchRejected, ItemError, batch_error
-from service.usecases.tenant_queries import Page
+from service.usecases.tenants.creation import BatchRejected, ItemError, batch_error
+from service.usecases.tenants.queries import Page
+from service.views.base import render
+from service.views.tenants import Tenant, TenantBatchResult, TenantPage
 
 api = Api("tenants")
 TENANT_ERRORS = ("VALIDATION_ERROR", "TENANT_NOT_FOUND", "TENANT_ARCHIVED")
 
 
-def _listed(page: Page) -> list[dict[str, Any]]:
+def _listed(page: Page) -> list[Tenant]:
     """The page's tenants, each with child_count when the caller asked for counts."""
     counts = page.child_counts
     if counts is None:
-        return [tenant_json(t) for t in page.items]
-    return [{**tenant_json(t), "child_count": counts[t.id]} for t in page.items]
+        return [Tenant.of(t) for t in page.items]
+    return [Tenant.of(t, child_count=counts[t.id]) for t in page.items]
 
 
-def _page_body(page: Page) -> dict[str, Any]:
-    return {
-        "data": _listed(page),
-        "next_cursor": opt_str(page.next_cursor),
-        "has_more": page.has_more,
-    }
-
-
-def _next_cursor_header(cursor: UUID | None) -> dict[str, str]:
-    return {} if cursor is None else {"X-Next-Cursor": str(cursor)}
+def _tenant_response(
+    request: web.Request,
+    tenant: TenantRow,
+    *,
+    status: int = 200,
+    headers: dict[str, str] | None = None,
+) -> web.Response:
+    """The tenant rendered once: the body and its ETag."""
+    return rendered_response(request, render(Tenant.of(tenant)), status=status, headers=headers)
 
 
 @api.route(
     "GET", "/api/v1/tenants", summary="List tenants (keyset pages)", query=ListTenantsQuery,
     response="TenantPage", errors=("VALIDATION_ERROR", "TENANT_NOT_FOUND"),
+    extra={"headers": {200: ("Link",)}},
 )  # fmt: skip
 async def list_tenants(request: web.Request) -> web.Response:
     query = parse_query(request, ListTenantsQuery)
-    page = await request.app[TENANT_QUERIES].list_page(principal_of(request), query)
-    return json_response(_page_body(page))
+    page = await use_cases(request).tenant_queries.list_page(principal_of(request), query)
+    return json_response(
+        TenantPage(data=_listed(page), next_cursor=page.next_cursor, has_more=page.has_more),
+        headers=next_page(request, page.next_cursor),
+    )
 
 
 @api.route(
     "POST", "/api/v1/tenants", summary="Create a tenant", body=TenantCreate, response="Tenant",
-    status=201,
+    status=201, extra={"headers": {201: ("ETag", "Location")}},
     errors=("VALIDATION_ERROR", "CONFLICT", "TENANT_NOT_FOUND", "TENANT_ARCHIVED",
             "TENANT_ACCESS_DENIED", "DEPTH_LIMIT_EXCEEDED", "CONFIG_LOCKED"),
 )  # fmt: skip
 async def create_tenant(request: web.Request) -> web.Response:
     body = await read_body(request, TenantCreate)
-    tenant = await request.app[TENANT_CREATION].create(
+    tenant = await use_cases(request).tenant_creation.create(
         principal_of(request), actor_of(request), body
     )
-    return json_response(
-        tenant_json(tenant),
-        status=201,
-        headers={"Location": f"/api/v1/tenants/{tenant.id}", "ETag": tenant_etag(tenant)},
+    return _tenant_response(
+        request, tenant, status=201, headers={"Location": f"/api/v1/tenants/{tenant.id}"}
     )
 
 
@@ -87,6 +94,8 @@ async def create_tenant(request: web.Request) -> web.Response:
 )  # fmt: skip
 async def create_tenants_batch(request: web.Request) -> web.Response:
     batch = await read_body(request, TenantBatchCreate)
+    # Each item is a create: it costs what a single request costs (slug probing).
+    await charge_items(request, len(batch.tenants), "tenants")
     items: list[TenantCreate | ItemError] = []
     for index, raw in enumerate(batch.tenants):
         try:
@@ -95,54 +104,56 @@ async def create_tenants_batch(request: web.Request) -> web.Response:
             error = field_error(exc)
             items.append(ItemError(index, "VALIDATION_ERROR", error.message, error.field))
     try:
-        created = await request.app[TENANT_CREATION].create_many(
+        created = await use_cases(request).tenant_creation.create_many(
             principal_of(request), actor_of(request), items
         )
     except BatchRejected as rejected:
         raise batch_error(rejected.errors, len(items)) from None
-    return json_response({"created": [tenant_json(t) for t in created], "errors": []}, status=201)
+    return json_response(
+        TenantBatchResult(created=[Tenant.of(t) for t in created], errors=[]), status=201
+    )
 
 
 @api.route(
-    "GET", "/api/v1/tenants/{id}", summary="Get a tenant", query=GetTenantQuery,
-    response="Tenant", errors=TENANT_ERRORS,
+    "GET", "/api/v1/tenants/{id}", summary="Get a tenant (ETag; If-None-Match answers 304)",
+    query=GetTenantQuery, response="Tenant", extra=FRESH_GET,
+    errors=TENANT_ERRORS,
 )  # fmt: skip
 async def get_tenant(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
     query = parse_query(request, GetTenantQuery)
-    rendered = await request.app[TENANT_QUERIES].rendered(
+    rendered = await use_cases(request).tenant_queries.rendered(
         principal_of(request), tenant_id, include_archived=query.include_archived
     )
-    return web.Response(
-        body=rendered.body, headers={"ETag": rendered.etag}, content_type="application/json"
-    )
+    return rendered_response(request, rendered)
 
 
 @api.route(
     "PATCH", "/api/v1/tenants/{id}", summary="Update name, slug, config or metadata (merge patch)",
-    body=TenantPatch, response="Tenant",
+    body=TenantPatch, response="Tenant", extra=IF_MATCH,
     errors=(*TENANT_ERRORS, "CONFLICT", "CONFIG_LOCKED", "PRECONDITION_FAILED"),
 )  # fmt: skip
 async def update_tenant(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
     patch = await read_body(request, TenantPatch)
-    tenant = await request.app[TENANT_CHANGES].update(
+    tenant = await use_cases(request).tenant_changes.update(
         principal_of(request),
         actor_of(request),
         tenant_id,
         patch,
         if_match=request.headers.get("If-Match"),
     )
-    return json_response(tenant_json(tenant), headers={"ETag": tenant_etag(tenant)})
+    return _tenant_response(request, tenant)
 
 
 @api.route(
     "DELETE", "/api/v1/tenants/{id}", summary="Archive a tenant (soft delete)", status=204,
+    extra={"request_headers": ("If-Match",)},
     errors=(*TENANT_ERRORS, "HAS_CHILDREN", "PRECONDITION_FAILED"),
 )  # fmt: skip
 async def archive_tenant(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
-    await request.app[TENANT_CHANGES].archive(
+    await use_cases(request).tenant_changes.archive(
         principal_of(request),
         actor_of(request),
         tenant_id,
@@ -154,32 +165,33 @@ async def archive_tenant(request: web.Request) -> web.Response:
 @api.route(
     "POST", "/api/v1/tenants/{id}/restore", summary="Restore an archived tenant",
     response="Tenant", errors=("VALIDATION_ERROR", "TENANT_NOT_FOUND", "PARENT_ARCHIVED"),
+    extra={"headers": {200: ("ETag",)}},
 )  # fmt: skip
 async def restore_tenant(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
-    tenant = await request.app[TENANT_CHANGES].restore(
+    tenant = await use_cases(request).tenant_changes.restore(
         principal_of(request), actor_of(request), tenant_id
     )
-    return json_response(tenant_json(tenant), headers={"ETag": tenant_etag(tenant)})
+    return _tenant_response(request, tenant)
 
 
 @api.route(
     "POST", "/api/v1/tenants/{id}/move", summary="Move a tenant and its subtree",
-    body=TenantMove, response="Tenant",
+    body=TenantMove, response="Tenant", extra=IF_MATCH,
     errors=(*TENANT_ERRORS, "CYCLE_DETECTED", "DEPTH_LIMIT_EXCEEDED", "TENANT_ACCESS_DENIED",
-            "PRECONDITION_FAILED"),
+            "PRECONDITION_FAILED", "ROLE_OUTSIDE_SUBTREE"),
 )  # fmt: skip
 async def move_tenant(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
     body = await read_body(request, TenantMove)
-    tenant = await request.app[TENANT_MOVES].move(
+    tenant = await use_cases(request).tenant_moves.move(
         principal_of(request),
         actor_of(request),
         tenant_id,
         body.new_parent_id,
         if_match=request.headers.get("If-Match"),
     )
-    return json_response(tenant_json(tenant), headers={"ETag": tenant_etag(tenant)})
+    return _tenant_response(request, tenant)
 
 
 @api.route(
@@ -187,32 +199,50 @@ async def move_tenant(request: web.Request) -> web.Response:
     response="TenantList", errors=TENANT_ERRORS,
 )  # fmt: skip
 async def list_ancestors(request: web.Request) -> web.Response:
-    found = await request.app[TENANT_QUERIES].ancestors(principal_of(request), path_uuid(request))
+    found = await use_cases(request).tenant_queries.ancestors(
+        principal_of(request), path_uuid(request)
+    )
     return raw_json_response(found.text)
 
 
 @api.route(
-    "GET", "/api/v1/tenants/{id}/descendants", summary="Descendants in depth-first pre-order",
+    "GET", "/api/v1/tenants/{id}/descendants",
+    summary="Descendants in depth-first pre-order (streamed; pages with limit and cursor)",
     query=DescendantsQuery, response="TenantList", errors=TENANT_ERRORS,
+    extra={"headers": {200: ("X-Next-Cursor", "Link")}},
 )  # fmt: skip
-async def list_descendants(request: web.Request) -> web.Response:
+async def list_descendants(request: web.Request) -> web.StreamResponse:
     tenant_id = path_uuid(request)
     query = parse_query(request, DescendantsQuery)
-    found = await request.app[TENANT_QUERIES].descendants(principal_of(request), tenant_id, query)
-    return raw_json_response(found.text)
+    principal = principal_of(request)
+    queries = use_cases(request).tenant_queries
+    if query.limit is not None:
+        page = await queries.descendants_page(principal, tenant_id, query, query.limit)
+        return raw_json_response(
+            page.body.text, headers=next_page(request, page.next_cursor, cursor_header=True)
+        )
+    # A whole subtree: streamed, and counted against the heavy-read bound.
+    async with (
+        request.app[HEAVY_READS].slot(principal.actor_id),
+        queries.descendants(principal, tenant_id, query) as chunks,
+    ):
+        return await stream_json_array(request, chunks)
 
 
 @api.route(
     "GET", "/api/v1/tenants/{id}/children", summary="Direct children in id order",
     query=ChildrenQuery, response="TenantList", errors=TENANT_ERRORS,
+    extra={"headers": {200: ("X-Next-Cursor", "Link")}},
 )  # fmt: skip
 async def list_children(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
     query = parse_query(request, ChildrenQuery)
-    queries = request.app[TENANT_QUERIES]
+    queries = use_cases(request).tenant_queries
     if query.include_child_counts:
         # child_count is added per tenant in Python; the plain list is rendered in SQL.
         page = await queries.children(principal_of(request), tenant_id, query)
-        return json_response(_listed(page), headers=_next_cursor_header(page.next_cursor))
+        headers = next_page(request, page.next_cursor, cursor_header=True)
+        return json_response(_listed(page), headers=headers)
     raw = await queries.children_json(principal_of(request), tenant_id, query)
-    return raw_json_response(raw.body.text, headers=_next_cursor_header(raw.next_cursor))
+    headers = next_page(request, raw.next_cursor, cursor_header=True)
+    return raw_json_response(raw.body.text, headers=headers)

@@ -1,56 +1,75 @@
-"""Webhook and delivery endpoints of the spec plus rotate-secret (DESIGN.md section 6)."""
+"""Webhook and delivery endpoints, rotate-secret included (docs/api.md, Webhooks)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from aiohttp import web
 
-from service.http.appkeys import DELIVERY_ADMIN, WEBHOOK_CHANGES, WEBHOOK_QUERIES, WEBHOOK_TESTING
+from service.http.appkeys import use_cases
 from service.http.middleware import actor_of, principal_of
 from service.http.requests import parse_query, path_uuid, read_body, read_optional_body
-from service.http.responses import json_response
+from service.http.responses import json_response, next_page
 from service.http.routing import Api
+from service.repositories.webhooks import Webhook as WebhookRow
 from service.schemas.webhooks import (
     DeliveriesQuery,
     DeliveryStatsQuery,
     FailedDeliveriesQuery,
     ListWebhooksQuery,
+    RecoverBody,
     RetryAllQuery,
     SecretRotation,
     WebhookCreate,
     WebhookPatch,
 )
-from service.usecases.webhook_changes import WebhookWithSecret
-from service.webhooks.representation import (
-    delivery_json,
-    failed_delivery_json,
-    stats_json,
-    webhook_json,
+from service.usecases.webhooks.changes import WebhookWithSecret as Created
+from service.views.webhooks import (
+    Delivery,
+    DeliveryPage,
+    DeliveryStats,
+    FailedDelivery,
+    RecoverResult,
+    RetryAllResult,
+    RetryResult,
+    Webhook,
+    WebhookWithSecret,
 )
 
 api = Api("webhooks")
 WEBHOOK_ERRORS = ("VALIDATION_ERROR", "WEBHOOK_NOT_FOUND")
 
 
-def _with_secret(created: WebhookWithSecret) -> dict[str, Any]:
+async def answers(request: web.Request, webhooks: list[WebhookRow]) -> list[Webhook]:
+    """Webhooks as the API answers them: with their disabling reason and statistics."""
+    health = await use_cases(request).webhook_health.of([w.id for w in webhooks])
+    return [Webhook.answer(w, health.get(w.id)) for w in webhooks]
+
+
+async def answer(request: web.Request, webhook: WebhookRow) -> Webhook:
+    return (await answers(request, [webhook]))[0]
+
+
+async def _with_secret(request: web.Request, created: Created) -> WebhookWithSecret:
     # The only answers that carry the secret: create and rotate-secret.
-    return {**webhook_json(created.webhook), "secret": created.secret}
+    health = await use_cases(request).webhook_health.of([created.webhook.id])
+    return WebhookWithSecret.with_secret(
+        created.webhook, health.get(created.webhook.id), created.secret
+    )
 
 
 @api.route(
     "POST", "/api/v1/webhooks", summary="Create a webhook (the answer carries its secret once)",
     body=WebhookCreate, response="WebhookWithSecret", status=201,
+    extra={"headers": {201: ("Location",)}},
     errors=("VALIDATION_ERROR", "UNSAFE_WEBHOOK_URL", "TENANT_NOT_FOUND", "TENANT_ARCHIVED",
             "TENANT_ACCESS_DENIED"),
 )  # fmt: skip
 async def create_webhook(request: web.Request) -> web.Response:
     body = await read_body(request, WebhookCreate)
-    created = await request.app[WEBHOOK_CHANGES].create(
+    created = await use_cases(request).webhook_changes.create(
         principal_of(request), actor_of(request), body
     )
     return json_response(
-        _with_secret(created),
+        await _with_secret(request, created),
         status=201,
         headers={"Location": f"/api/v1/webhooks/{created.webhook.id}"},
     )
@@ -63,8 +82,8 @@ async def create_webhook(request: web.Request) -> web.Response:
 )  # fmt: skip
 async def list_webhooks(request: web.Request) -> web.Response:
     query = parse_query(request, ListWebhooksQuery)
-    webhooks = await request.app[WEBHOOK_QUERIES].list(principal_of(request), query)
-    return json_response([webhook_json(w) for w in webhooks])
+    webhooks = await use_cases(request).webhook_queries.list(principal_of(request), query)
+    return json_response(await answers(request, webhooks))
 
 
 @api.route(
@@ -73,20 +92,21 @@ async def list_webhooks(request: web.Request) -> web.Response:
 )  # fmt: skip
 async def delivery_stats(request: web.Request) -> web.Response:
     query = parse_query(request, DeliveryStatsQuery)
-    stats = await request.app[DELIVERY_ADMIN].stats(principal_of(request), query.webhook_id)
-    return json_response(stats_json(stats))
+    stats = await use_cases(request).delivery_admin.stats(principal_of(request), query.webhook_id)
+    return json_response(DeliveryStats.of(stats))
 
 
 @api.route(
     "GET", "/api/v1/webhooks/deliveries/failed",
     summary="Dead letters, newest first, with their webhook and event",
     query=FailedDeliveriesQuery, response="FailedDeliveryList", errors=WEBHOOK_ERRORS,
+    extra={"headers": {200: ("X-Next-Cursor", "Link")}},
 )  # fmt: skip
 async def failed_deliveries(request: web.Request) -> web.Response:
     query = parse_query(request, FailedDeliveriesQuery)
-    rows, next_cursor = await request.app[DELIVERY_ADMIN].failed(principal_of(request), query)
-    headers = {} if next_cursor is None else {"X-Next-Cursor": str(next_cursor)}
-    return json_response([failed_delivery_json(r) for r in rows], headers=headers)
+    rows, next_cursor = await use_cases(request).delivery_admin.failed(principal_of(request), query)
+    headers = next_page(request, next_cursor, cursor_header=True)
+    return json_response([FailedDelivery.failed(r) for r in rows], headers=headers)
 
 
 @api.route(
@@ -96,10 +116,10 @@ async def failed_deliveries(request: web.Request) -> web.Response:
 )  # fmt: skip
 async def retry_all_deliveries(request: web.Request) -> web.Response:
     query = parse_query(request, RetryAllQuery)
-    retried = await request.app[DELIVERY_ADMIN].retry_all(
+    retried = await use_cases(request).delivery_admin.retry_all(
         principal_of(request), actor_of(request), query.webhook_id
     )
-    return json_response({"retried": retried})
+    return json_response(RetryAllResult(retried=retried))
 
 
 @api.route(
@@ -109,10 +129,10 @@ async def retry_all_deliveries(request: web.Request) -> web.Response:
 )  # fmt: skip
 async def retry_delivery(request: web.Request) -> web.Response:
     delivery_id = path_uuid(request, "deliveryId")
-    success = await request.app[DELIVERY_ADMIN].retry(
+    success = await use_cases(request).delivery_admin.retry(
         principal_of(request), actor_of(request), delivery_id
     )
-    return json_response({"success": success})
+    return json_response(RetryResult(success=success))
 
 
 @api.route(
@@ -120,8 +140,10 @@ async def retry_delivery(request: web.Request) -> web.Response:
     errors=WEBHOOK_ERRORS,
 )  # fmt: skip
 async def get_webhook(request: web.Request) -> web.Response:
-    webhook = await request.app[WEBHOOK_QUERIES].get(principal_of(request), path_uuid(request))
-    return json_response(webhook_json(webhook))
+    webhook = await use_cases(request).webhook_queries.get(
+        principal_of(request), path_uuid(request)
+    )
+    return json_response(await answer(request, webhook))
 
 
 @api.route(
@@ -132,10 +154,10 @@ async def get_webhook(request: web.Request) -> web.Response:
 async def update_webhook(request: web.Request) -> web.Response:
     webhook_id = path_uuid(request)
     patch = await read_body(request, WebhookPatch)
-    webhook = await request.app[WEBHOOK_CHANGES].update(
+    webhook = await use_cases(request).webhook_changes.update(
         principal_of(request), actor_of(request), webhook_id, patch
     )
-    return json_response(webhook_json(webhook))
+    return json_response(await answer(request, webhook))
 
 
 @api.route(
@@ -144,7 +166,9 @@ async def update_webhook(request: web.Request) -> web.Response:
 )  # fmt: skip
 async def delete_webhook(request: web.Request) -> web.Response:
     webhook_id = path_uuid(request)
-    await request.app[WEBHOOK_CHANGES].delete(principal_of(request), actor_of(request), webhook_id)
+    await use_cases(request).webhook_changes.delete(
+        principal_of(request), actor_of(request), webhook_id
+    )
     return web.Response(status=204)
 
 
@@ -155,7 +179,7 @@ async def delete_webhook(request: web.Request) -> web.Response:
 )  # fmt: skip
 async def test_webhook(request: web.Request) -> web.Response:
     webhook_id = path_uuid(request)
-    outcome = await request.app[WEBHOOK_TESTING].test(
+    outcome = await use_cases(request).webhook_testing.test(
         principal_of(request), actor_of(request), webhook_id
     )
     return json_response(outcome)
@@ -170,25 +194,41 @@ async def test_webhook(request: web.Request) -> web.Response:
 async def rotate_webhook_secret(request: web.Request) -> web.Response:
     webhook_id = path_uuid(request)
     body = await read_optional_body(request, SecretRotation)
-    rotated = await request.app[WEBHOOK_CHANGES].rotate_secret(
+    rotated = await use_cases(request).webhook_changes.rotate_secret(
         principal_of(request), actor_of(request), webhook_id, body
     )
-    return json_response(_with_secret(rotated))
+    return json_response(await _with_secret(request, rotated))
 
 
 @api.route(
     "GET", "/api/v1/webhooks/{id}/deliveries",
     summary="A webhook's deliveries, newest first (keyset pages)",
     query=DeliveriesQuery, response="DeliveryPage", errors=WEBHOOK_ERRORS,
+    extra={"headers": {200: ("Link",)}},
 )  # fmt: skip
 async def list_deliveries(request: web.Request) -> web.Response:
     webhook_id = path_uuid(request)
     query = parse_query(request, DeliveriesQuery)
-    page = await request.app[DELIVERY_ADMIN].history(principal_of(request), webhook_id, query)
+    page = await use_cases(request).delivery_admin.history(principal_of(request), webhook_id, query)
     return json_response(
-        {
-            "data": [delivery_json(d) for d in page.items],
-            "next_cursor": None if page.next_cursor is None else str(page.next_cursor),
-            "has_more": page.has_more,
-        }
+        DeliveryPage(
+            data=[Delivery.of(d) for d in page.items],
+            next_cursor=page.next_cursor,
+            has_more=page.has_more,
+        ),
+        headers=next_page(request, page.next_cursor),
     )
+
+
+@api.route(
+    "POST", "/api/v1/webhooks/{id}/recover",
+    summary="Re-queue the webhook's failed deliveries created since a time (after an outage)",
+    body=RecoverBody, response="RecoverResult",
+    errors=("VALIDATION_ERROR", "WEBHOOK_NOT_FOUND", "WEBHOOK_INACTIVE"),
+)  # fmt: skip
+async def recover_webhook(request: web.Request) -> web.Response:
+    body = await read_body(request, RecoverBody)
+    count = await use_cases(request).webhook_health.recover(
+        principal_of(request), actor_of(request), path_uuid(request), body.since
+    )
+    return json_response(RecoverResult(requeued=count))

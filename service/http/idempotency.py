@@ -16,10 +16,10 @@ from aiohttp import web
 
 from service.db.held import HeldTransaction, holding
 from service.errors import FieldError, ServiceError
-from service.http.appkeys import DATABASE, ENDPOINTS, IDEMPOTENT_ANSWERS
+from service.http.appkeys import DATABASE, ENDPOINTS, use_cases
 from service.http.middleware import PRINCIPAL
 from service.http.routing import Handler, endpoint_for
-from service.usecases.idempotency import (
+from service.usecases.common.idempotency import (
     Answer,
     AnswerAlreadyStored,
     IdempotentAnswers,
@@ -83,7 +83,7 @@ async def idempotency(request: web.Request, handler: Handler) -> web.StreamRespo
         return await handler(request)  # public or unknown routes: nothing to protect
     key = _key_of(request)
     body = await request.read() if request.body_exists else b""
-    answers = request.app[IDEMPOTENT_ANSWERS]
+    answers = use_cases(request).idempotent_answers
     ticket = ticket_for(
         principal,
         key,

@@ -12,7 +12,9 @@ from service.auth.authorization import authorize
 from service.auth.principal import Actor, Principal
 from service.db.errors import service_unavailable, translate_db_error
 from service.errors import RetryTransaction, ServiceError
-from service.http.appkeys import AUTHENTICATOR, ENDPOINTS, METRICS
+from service.http.appkeys import AUTHENTICATOR, ENDPOINTS, METRICS, SETTINGS
+from service.http.clients import client_address
+from service.http.conventions import finish_headers
 from service.http.responses import error_response
 from service.http.routing import Handler, endpoint_for
 from service.logs import get_logger
@@ -23,6 +25,7 @@ _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 REQUEST_ID = web.RequestKey("request_id", str)
 PRINCIPAL = web.RequestKey("principal", Principal)
 RATE_LIMIT = web.RequestKey("rate_limit", Decision)
+CLIENT_ADDRESS = web.RequestKey("client_address", str)
 ROUTE_CODES = {
     400: "VALIDATION_ERROR",
     404: "NOT_FOUND",
@@ -42,7 +45,7 @@ def actor_of(request: web.Request) -> Actor:
         actor_id=principal.actor_id,
         actor_type=principal.actor_type,
         request_id=request[REQUEST_ID],
-        ip_address=request.remote,
+        ip_address=request.get(CLIENT_ADDRESS, request.remote),
     )
 
 
@@ -53,9 +56,8 @@ def _http_error(exc: web.HTTPException, request: web.Request) -> ServiceError:
     if exc.status == 404:
         return ServiceError("NOT_FOUND", f"no route for {request.path}")
     if exc.status == 405:
+        # The path's own methods (service/http/routing.py registers HEAD and OPTIONS).
         allowed = set(getattr(exc, "allowed_methods", ()) or ())
-        if "GET" in allowed:
-            allowed.add("HEAD")  # aiohttp answers HEAD on every GET route
         return ServiceError(
             "METHOD_NOT_ALLOWED",
             f"{request.method} is not allowed here",
@@ -64,6 +66,21 @@ def _http_error(exc: web.HTTPException, request: web.Request) -> ServiceError:
     if exc.status == 413:
         return ServiceError("PAYLOAD_TOO_LARGE", "the request body is too large")
     return ServiceError(code, exc.reason or "bad request")
+
+
+def _client_gone(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
+
+
+def answer_headers(request: web.Request) -> dict[str, str]:
+    """The headers every answer carries: the request id and, for a limited request,
+    where its bucket stands."""
+    headers = {"X-Request-ID": request[REQUEST_ID]}
+    decision = request.get(RATE_LIMIT)
+    if decision is not None:
+        headers.update(decision.headers())
+    return headers
 
 
 @web.middleware
@@ -84,19 +101,34 @@ async def request_context(request: web.Request, handler: Handler) -> web.StreamR
             response = error_response(_http_error(exc, request), request_id)
     except RetryTransaction:
         response = error_response(service_unavailable(), request_id)
+    except ConnectionResetError:
+        if not _client_gone(request):
+            raise
+        # The client left, or a read deadline (service/http/deadlines.py) closed the
+        # connection mid-body: nobody reads this answer, the log line and metrics do.
+        response = web.Response(status=408)
     except Exception as exc:
         translated = translate_db_error(exc)
         if translated is None:
-            log.exception("unhandled error", request_id=request_id, path=request.path)
+            resource = request.match_info.route.resource
+            log.exception(
+                "unhandled error",
+                request_id=request_id,
+                route=resource.canonical if resource is not None else None,
+            )
             translated = ServiceError("INTERNAL_ERROR", "internal error; it has been logged")
         elif translated.code == "SERVICE_UNAVAILABLE":
             log.warning("database unavailable", request_id=request_id, error=type(exc).__name__)
         response = error_response(translated, request_id)
-    response.headers["X-Request-ID"] = request_id
-    decision = request.get(RATE_LIMIT)
-    if decision is not None:  # every answer to a limited request says where it stands
-        response.headers.update(decision.headers())
+    if not response.prepared:  # a streamed answer set them before its first byte
+        response.headers.update(answer_headers(request))
     principal = request.get(PRINCIPAL)
+    endpoint = endpoint_for(request, request.app[ENDPOINTS])
+    finish_headers(
+        request,
+        response,
+        private=principal is not None or (endpoint is not None and not endpoint.public),
+    )
     resource = request.match_info.route.resource
     route = resource.canonical if resource is not None else None
     elapsed = time.perf_counter() - started
@@ -121,8 +153,15 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
     endpoint = endpoint_for(request, request.app[ENDPOINTS])
     if endpoint is None or endpoint.public:
         return await handler(request)
+    address = client_address(
+        request.remote,
+        request.headers.getall("X-Forwarded-For", ()),
+        request.app[SETTINGS].trusted_proxies,
+    )
+    if address is not None:
+        request[CLIENT_ADDRESS] = address
     admission = await request.app[AUTHENTICATOR].admit(
-        request.headers.get("X-API-Key"), request.headers.get("Authorization"), request.remote
+        request.headers.get("X-API-Key"), request.headers.get("Authorization"), address
     )
     if admission.decision is not None:
         request[RATE_LIMIT] = admission.decision

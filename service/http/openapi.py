@@ -2,15 +2,20 @@
 
 Request bodies and query strings are the msgspec Structs the handlers decode with, so
 the document cannot promise a shape the validation does not enforce; responses are the
-Structs of service/schemas/responses.py. Error responses list the codes each operation
-declares, plus the ones every operation of its kind can answer (credentials, scope, rate
-limit, body format, an unavailable database).
+Structs of service/views/registry.py. Error responses refer to components.responses (one
+per status) and list the codes each operation declares, plus the ones every operation of
+its kind can answer (credentials, scope, rate limit, body format, an unavailable
+database).
 
 An endpoint may refine its entry through `extra`:
 - `responses`: {status: response name or None}: further statuses (None: no body), or the
   body of an error status when it is not the plain error object;
 - `body_required`: False when the body may be omitted;
-- `content_type`: the media type of the success body (default application/json);
+- `content_type`: the media type of the success body (default application/json), or a
+  tuple of the types it may have;
+- `headers`: {status: (header names)}: response headers beyond the common ones (ETag,
+  Location, X-Next-Cursor, Retry-After; components.headers describes each);
+- `request_headers`: (names): header parameters it reads (If-Match, If-None-Match);
 - `path`: {name: JSON Schema} for path parameters the defaults below do not describe.
 """
 
@@ -26,69 +31,46 @@ import msgspec
 import orjson
 
 from service.errors import STATUS_BY_CODE
+from service.http.openapi_components import (
+    HEADERS,
+    JSON,
+    PARAMETERS,
+    RATE_HEADERS,
+    REF,
+    SECURITY_SCHEMES,
+    error_headers,
+    error_responses,
+    header_ref,
+    parameter_ref,
+    response_ref,
+)
+from service.http.openapi_extras import Examples, links_of, webhooks
 from service.http.routing import Endpoint
 from service.schemas.common import CONFIG_KEY_PATTERN
-from service.schemas.responses import RESPONSES
+from service.views.registry import RESPONSES
 
-REF = "#/components/schemas/{name}"
-JSON = "application/json"
-AUTH_CODES = ("UNAUTHORIZED", "INVALID_CREDENTIALS", "INSUFFICIENT_SCOPE", "RATE_LIMITED")
+AUTH_CODES = (
+    "AMBIGUOUS_CREDENTIALS",
+    "UNAUTHORIZED",
+    "INVALID_CREDENTIALS",
+    "INSUFFICIENT_SCOPE",
+    "RATE_LIMITED",
+)
 BODY_CODES = ("VALIDATION_ERROR", "PAYLOAD_TOO_LARGE", "UNSUPPORTED_MEDIA_TYPE")
 # Anything behind the database can meet an outage (503) or a bug (500).
 SERVER_CODES = ("INTERNAL_ERROR", "SERVICE_UNAVAILABLE")
 # Every authenticated POST takes an Idempotency-Key (service/http/idempotency.py).
 IDEMPOTENCY_CODES = ("VALIDATION_ERROR", "IDEMPOTENCY_KEY_REUSED", "IDEMPOTENCY_KEY_IN_USE")
-IDEMPOTENCY_KEY = {
-    "name": "Idempotency-Key",
-    "in": "header",
-    "required": False,
-    "description": "Send the same key again with the same request to get the first answer "
-    "replayed instead of running the request twice (24 hours; 422 with another request).",
-    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
-}
+IDEMPOTENCY_KEY = parameter_ref("Idempotency-Key")
 _PARAM = re.compile(r"\{(\w+)(?::[^}]*)?\}")
 _UUID = {"type": "string", "format": "uuid"}
 PATH_PARAMETERS: dict[str, dict[str, Any]] = {
     "key": {"type": "string", "pattern": CONFIG_KEY_PATTERN, "maxLength": 128},
 }
-# Response headers, described once under components.headers and referenced.
-HEADERS: dict[str, dict[str, Any]] = {
-    "X-Request-ID": {
-        "description": "The request id (echoed from the request's X-Request-ID when valid)",
-        "required": True,
-        "schema": {"type": "string"},
-    },
-    "X-RateLimit-Limit": {
-        "description": "Requests the caller's bucket holds",
-        "schema": {"type": "integer"},
-    },
-    "X-RateLimit-Remaining": {
-        "description": "Requests left in the bucket",
-        "schema": {"type": "integer"},
-    },
-    "X-RateLimit-Reset": {
-        "description": "Seconds until the bucket is full again",
-        "schema": {"type": "integer"},
-    },
-    "Idempotent-Replayed": {
-        "description": "`true` when the answer replays the first answer to this Idempotency-Key",
-        "schema": {"type": "string", "enum": ["true"]},
-    },
-    "Retry-After": {
-        "description": "Whole seconds until a request can pass",
-        "required": True,
-        "schema": {"type": "integer", "minimum": 1},
-    },
-}
-_RATE_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")
-
-
-def _header(name: str) -> dict[str, str]:
-    return {"$ref": f"#/components/headers/{name}"}
 
 
 class UnknownResponse(LookupError):
-    """An endpoint names a response shape that service/schemas/responses.py lacks."""
+    """An endpoint names a response shape that service/views/registry.py lacks."""
 
 
 def resolve_response(name_or_type: Any) -> Any:
@@ -97,7 +79,7 @@ def resolve_response(name_or_type: Any) -> Any:
             return RESPONSES[name_or_type]
         except KeyError:
             raise UnknownResponse(
-                f"response {name_or_type!r} has no shape in service/schemas/responses.py"
+                f"response {name_or_type!r} has no shape in service/views/registry.py"
             ) from None
     return name_or_type
 
@@ -191,10 +173,20 @@ def _error_codes(endpoint: Endpoint) -> dict[int, list[str]]:
         codes += SERVER_CODES
     if _takes_idempotency_key(endpoint):
         codes += IDEMPOTENCY_CODES
+    if _takes_consistency_token(endpoint):
+        codes.append("VALIDATION_ERROR")
     by_status: dict[int, list[str]] = defaultdict(list)
     for code in dict.fromkeys(codes):
         by_status[STATUS_BY_CODE[code]].append(code)
     return dict(sorted(by_status.items()))
+
+
+def _takes_consistency_token(endpoint: Endpoint) -> bool:
+    return endpoint.method in ("GET", "HEAD") and not endpoint.public
+
+
+def _gives_consistency_token(endpoint: Endpoint) -> bool:
+    return endpoint.method not in ("GET", "HEAD", "OPTIONS") and not endpoint.public
 
 
 def _takes_idempotency_key(endpoint: Endpoint) -> bool:
@@ -204,19 +196,13 @@ def _takes_idempotency_key(endpoint: Endpoint) -> bool:
 def _headers(endpoint: Endpoint, status: int) -> dict[str, Any]:
     names = ["X-Request-ID"]
     if not endpoint.public:
-        names += _RATE_HEADERS
+        names += RATE_HEADERS
     if status < 300 and _takes_idempotency_key(endpoint):
         names.append("Idempotent-Replayed")
-    if status == 429:
-        names.append("Retry-After")
-    return {name: _header(name) for name in names}
-
-
-def _error_schema(codes: list[str]) -> dict[str, Any]:
-    return {
-        "allOf": [{"$ref": REF.format(name="Error")}],
-        "properties": {"error": {"properties": {"code": {"enum": codes}}}},
-    }
+    if status < 300 and _gives_consistency_token(endpoint):
+        names.append("X-Consistency-Token")
+    names += endpoint.extra.get("headers", {}).get(status, ())
+    return {name: header_ref(name) for name in names}
 
 
 class _Operation:
@@ -230,7 +216,7 @@ class _Operation:
             status: None if body is None else schemas.add(resolve_response(body))
             for status, body in bodies.items()
         }
-        self.error_index = schemas.add(RESPONSES["Error"])
+        schemas.add(RESPONSES["Error"])  # the component every error response refers to
 
     def render(self, rendered: list[dict[str, Any]], components: dict[str, Any]) -> dict[str, Any]:
         endpoint = self.endpoint
@@ -246,6 +232,10 @@ class _Operation:
             parameters += _query_parameters(rendered[self.query], components)
         if _takes_idempotency_key(endpoint):
             parameters.append(IDEMPOTENCY_KEY)
+        if _takes_consistency_token(endpoint):
+            parameters.append(parameter_ref("X-Consistency-Token"))
+        parameters += [parameter_ref(h) for h in endpoint.extra.get("request_headers", ())]
+        parameters.append(parameter_ref("X-Request-ID"))
         if parameters:
             operation["parameters"] = parameters
         if self.body is not None:
@@ -269,17 +259,15 @@ class _Operation:
             }
             if index is not None:
                 media = content_type if status < 300 else JSON
-                entry["content"] = {media: {"schema": rendered[index]}}
+                types = (media,) if isinstance(media, str) else media
+                entry["content"] = {t: {"schema": rendered[index]} for t in types}
             responses[status] = entry
         for status, codes in _error_codes(endpoint).items():
             if status in responses:
                 responses[status]["description"] = ", ".join(codes)
+                responses[status]["headers"] = error_headers(status)
                 continue
-            responses[status] = {
-                "description": ", ".join(codes),
-                "headers": _headers(endpoint, status),
-                "content": {JSON: {"schema": _error_schema(codes)}},
-            }
+            responses[status] = response_ref(status, codes)
         return {str(status): responses[status] for status in sorted(responses)}
 
 
@@ -313,23 +301,62 @@ def build_document(endpoints: Iterable[Endpoint]) -> dict[str, Any]:
     # Query strings became parameters; their Structs are not bodies anyone sends.
     queries = {op.endpoint.query.__name__ for op in operations if op.endpoint.query is not None}
     used = {k: v for k, v in components.items() if k not in queries}
-    return {
+    statuses = {
+        int(status)
+        for item in paths.values()
+        for operation in item.values()
+        for status, response in operation["responses"].items()
+        if "$ref" in response
+    }
+    document = {
         "openapi": "3.1.0",
         "info": {
             "title": "Tenant Hierarchy Service",
             "version": service_version(),
             "description": "A forest of tenants with inherited config and permissions. "
-            "Send an API key as X-API-Key or a JWT as Authorization: Bearer.",
+            "Send an API key as X-API-Key or a JWT as Authorization: Bearer, not both.",
         },
+        # Relative: the document is served by the service it describes, at its root.
+        "servers": [{"url": "/"}],
         "tags": [{"name": tag} for tag in tags],
         "paths": dict(paths),
         "components": {
             "schemas": used,
+            "responses": error_responses(statuses),
+            "parameters": PARAMETERS,
             "headers": HEADERS,
-            "securitySchemes": {
-                "ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
-                "Bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
-            },
+            "securitySchemes": SECURITY_SCHEMES,
         },
         "security": [{"ApiKey": []}, {"Bearer": []}],
     }
+    _add_examples_and_links(document, endpoints_of(operations))
+    return document
+
+
+def endpoints_of(operations: list[_Operation]) -> list[Endpoint]:
+    return [op.endpoint for op in operations]
+
+
+def _add_examples_and_links(document: dict[str, Any], endpoints: list[Endpoint]) -> None:
+    """An example beside every body schema, links from each create, and the events."""
+    components = document["components"]
+    examples = Examples(components["schemas"])
+    for response in components["responses"].values():
+        _example_each(response.get("content", {}), examples)
+    paths = document["paths"]
+    for endpoint in endpoints:
+        operation = paths[openapi_path(endpoint.path)][endpoint.method.lower()]
+        if "requestBody" in operation:
+            _example_each(operation["requestBody"]["content"], examples)
+        for response in operation["responses"].values():
+            _example_each(response.get("content", {}), examples)
+        if endpoint.method == "POST" and endpoint.status == 201 and "{" not in endpoint.path:
+            links = links_of(endpoint.path, paths)
+            if links:
+                operation["responses"][str(endpoint.status)]["links"] = links
+    document["webhooks"] = webhooks(examples)
+
+
+def _example_each(content: dict[str, Any], examples: Examples) -> None:
+    for media in content.values():
+        media["example"] = examples.of(media["schema"])

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 import msgspec
+import orjson
 from aiohttp import web
 
 from service.errors import FieldError, ServiceError
@@ -79,9 +80,38 @@ def reject_duplicate_keys(data: bytes) -> None:
         return
 
 
+def _decode(data: bytes, type_: type[T]) -> T:
+    try:
+        return msgspec.json.decode(data, type=type_)
+    except msgspec.ValidationError as exc:
+        first = exc
+        integer = re.search(r"Expected `int[^`]*`, got `float`", str(exc))
+        retry = _with_integral_floats(data) if integer else None
+        if retry is None:
+            raise
+    try:
+        return msgspec.json.decode(retry, type=type_)
+    except msgspec.ValidationError:
+        raise first from None
+
+
+def _integral(text: str) -> int | float:
+    number = float(text)
+    return int(number) if number.is_integer() else number
+
+
+def _with_integral_floats(data: bytes) -> bytes | None:
+    """The body with 1.0 written as 1. JSON Schema (so the OpenAPI document) counts 1.0
+    as an integer; msgspec does not. Used only once a decode failed on exactly that."""
+    try:
+        return orjson.dumps(json.loads(data, parse_float=_integral))
+    except (ValueError, RecursionError, orjson.JSONEncodeError):
+        return None
+
+
 def decode_json(data: bytes, type_: type[T]) -> T:
     try:
-        value = msgspec.json.decode(data, type=type_)
+        value = _decode(data, type_)
     except msgspec.ValidationError as exc:
         raise validation_failed(field_error(exc)) from None
     except msgspec.DecodeError as exc:

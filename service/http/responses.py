@@ -1,24 +1,46 @@
-"""JSON answers (orjson) and the error body of DESIGN.md section 2."""
+"""JSON answers (views rendered by service/views/base.py), answers with an ETag and
+If-None-Match, and the error body of docs/api.md, Errors."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from uuid import UUID
 
-import orjson
 from aiohttp import web
 
 from service.errors import ServiceError
+from service.etags import Rendered, none_match
+from service.views.base import encode
 
 
 def json_response(
     data: Any, *, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> web.Response:
+    """A view, a list of views, or plain JSON values as the body."""
     return web.Response(
-        body=orjson.dumps(data),
+        body=encode(data),
         status=status,
         headers=headers,
         content_type="application/json",
+    )
+
+
+def rendered_response(
+    request: web.Request,
+    rendered: Rendered,
+    *,
+    status: int = 200,
+    headers: Mapping[str, str] | None = None,
+) -> web.Response:
+    """A rendered document with its ETag. A read answers 304 without a body when the
+    client's copy is current (If-None-Match); a write's answer is always the document."""
+    all_headers = {**(headers or {}), "ETag": rendered.etag}
+    current = none_match(request.headers.get("If-None-Match"), rendered.etag)
+    if current and status == 200 and request.method in ("GET", "HEAD"):
+        return web.Response(status=304, headers=all_headers)
+    return web.Response(
+        body=rendered.body, status=status, headers=all_headers, content_type="application/json"
     )
 
 
@@ -32,6 +54,21 @@ def raw_json_response(
         headers=headers,
         content_type="application/json",
     )
+
+
+def next_page(
+    request: web.Request, cursor: UUID | None, *, cursor_header: bool = False
+) -> dict[str, str]:
+    """The headers of a page that has a next one: `Link: <...>; rel="next"` (RFC 8288),
+    the request's own path and query with `cursor` set, and X-Next-Cursor where the list
+    names its cursor in a header rather than in its body."""
+    if cursor is None:
+        return {}
+    url = request.rel_url.update_query(cursor=str(cursor))
+    headers = {"Link": f'<{url}>; rel="next"'}
+    if cursor_header:
+        headers["X-Next-Cursor"] = str(cursor)
+    return headers
 
 
 def error_response(error: ServiceError, request_id: str) -> web.Response:

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from aiohttp import web
+from aiohttp import hdrs, web
 
 from service.auth.authorization import is_admin_path
 
@@ -18,6 +18,14 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 # Where a POST's Idempotency-Key answer is stored: in the transaction of its change (the
 # default), or after the work when it commits in several transactions by design.
 IdempotencyMode = Literal["same_transaction", "after_work"]
+# `extra` of a read answered with an ETag, and 304 for a current If-None-Match.
+FRESH_GET: dict[str, Any] = {
+    "responses": {304: None},
+    "headers": {200: ("ETag",), 304: ("ETag",)},
+    "request_headers": ("If-None-Match",),
+}
+# `extra` of a change guarded by If-Match whose answer carries the new ETag.
+IF_MATCH: dict[str, Any] = {"request_headers": ("If-Match",), "headers": {200: ("ETag",)}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +43,8 @@ class Endpoint:
     tag: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     idempotency: IdempotencyMode = "same_transaction"
+    # False: a POST that only reads (an impact preview), so the read cache is kept.
+    writes: bool = True
 
     @property
     def admin(self) -> bool:
@@ -61,15 +71,46 @@ class Api:
 
 
 def register(app: web.Application, apis: Iterable[Api]) -> dict[tuple[str, str], Endpoint]:
+    """Add every endpoint to the router: one resource per path holding its methods, HEAD
+    beside each GET (RFC 9110: GET's headers without the body), and a catch-all route
+    that answers OPTIONS (204) and any other method (405) with the Allow header of that
+    path alone. Without it aiohttp falls through to the next resource matching the path,
+    so `/api-keys/dormant` would advertise, and PATCH would reach, `/api-keys/{id}`."""
     table: dict[tuple[str, str], Endpoint] = {}
+    paths: dict[str, list[Endpoint]] = {}
     for api in apis:
         for endpoint in api.endpoints:
             key = (endpoint.method, endpoint.path)
             if key in table:
                 raise ValueError(f"route {endpoint.method} {endpoint.path} declared twice")
             table[key] = endpoint
-            app.router.add_route(endpoint.method, endpoint.path, endpoint.handler)
+            paths.setdefault(endpoint.path, []).append(endpoint)
+    for path, endpoints in paths.items():
+        resource = app.router.add_resource(path)
+        for endpoint in endpoints:
+            resource.add_route(endpoint.method, endpoint.handler)
+            if endpoint.method == "GET":
+                resource.add_route("HEAD", endpoint.handler)
+        resource.add_route(hdrs.METH_ANY, _other_methods(allowed_methods(endpoints)))
     return table
+
+
+def allowed_methods(endpoints: Iterable[Endpoint]) -> tuple[str, ...]:
+    """The methods one path answers: its declared ones, HEAD with GET, and OPTIONS."""
+    methods = {e.method for e in endpoints}
+    if "GET" in methods:
+        methods.add("HEAD")
+    methods.add("OPTIONS")
+    return tuple(sorted(methods))
+
+
+def _other_methods(allowed: tuple[str, ...]) -> Handler:
+    async def other_method(request: web.Request) -> web.StreamResponse:
+        if request.method == hdrs.METH_OPTIONS:
+            return web.Response(status=204, headers={hdrs.ALLOW: ", ".join(allowed)})
+        raise web.HTTPMethodNotAllowed(request.method, allowed)
+
+    return other_method
 
 
 def endpoint_for(request: web.Request, table: dict[tuple[str, str], Endpoint]) -> Endpoint | None:

@@ -1,4 +1,4 @@
-"""Token buckets (DESIGN.md section 5): capacity = max, refilled max per window.
+"""Token buckets (docs/api.md, Authentication and scopes): capacity = max, refilled max per window.
 
 `LocalBuckets` keeps the state in this process; `service.ratelimit.redis_buckets` keeps
 it in Redis with the same arithmetic, so several processes share one bucket.
@@ -23,14 +23,20 @@ class Limit:
         return self.max / self.window_seconds
 
 
+# The name of the one quota policy in the IETF RateLimit-Policy / RateLimit headers.
+POLICY = "default"
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """The outcome for one request and what the X-RateLimit-* headers say about it."""
+    """The outcome for one request and what the rate-limit headers say about it."""
 
     allowed: bool
     limit: int
+    window_seconds: int
     remaining: int
-    # Seconds until the bucket is full again.
+    # Seconds until Remaining grows by one (0 when the bucket is full). When a request is
+    # refused that is when the next one can pass, so Reset and Retry-After agree.
     reset_seconds: int
     # Seconds until the next request can pass (0 when this one passed).
     retry_after: int
@@ -38,20 +44,27 @@ class Decision:
     @classmethod
     def from_tokens(cls, allowed: bool, tokens: float, limit: Limit) -> Decision:
         tokens = max(0.0, min(float(limit.max), tokens))
-        missing_one = max(0.0, 1.0 - tokens)
+        remaining = math.floor(tokens)
+        next_token = 0.0 if remaining >= limit.max else (remaining + 1 - tokens) / limit.rate
+        reset = max(1, math.ceil(next_token - 1e-9)) if next_token > 0 else 0
         return cls(
             allowed=allowed,
             limit=limit.max,
-            remaining=math.floor(tokens),
-            reset_seconds=math.ceil((limit.max - tokens) / limit.rate - 1e-9),
-            retry_after=0 if allowed else max(1, math.ceil(missing_one / limit.rate - 1e-9)),
+            window_seconds=limit.window_seconds,
+            remaining=remaining,
+            reset_seconds=reset,
+            retry_after=0 if allowed else max(1, reset),
         )
 
     def headers(self) -> dict[str, str]:
+        """The X-RateLimit-* headers and the IETF RateLimit-Policy / RateLimit fields
+        (draft-ietf-httpapi-ratelimit-headers) with the same numbers."""
         headers = {
             "X-RateLimit-Limit": str(self.limit),
             "X-RateLimit-Remaining": str(self.remaining),
             "X-RateLimit-Reset": str(self.reset_seconds),
+            "RateLimit-Policy": f'"{POLICY}";q={self.limit};w={self.window_seconds}',
+            "RateLimit": f'"{POLICY}";r={self.remaining};t={self.reset_seconds}',
         }
         if not self.allowed:
             headers["Retry-After"] = str(self.retry_after)

@@ -5,6 +5,11 @@ When Redis fails the service keeps serving: requests are limited per process, ex
 as without REDIS_URL, until Redis answers again. The outage is logged once when it
 starts and once when it ends, never per request; Redis is tried again at most once a
 second meanwhile, so no request waits on a dead connection more than once per second.
+
+Buckets in this process are this process's alone: under `serve --workers N` each worker
+would allow the whole limit, N times the configured rate in all. So every limit taken
+from local buckets (no REDIS_URL, or Redis down) is the worker's share, limit // N and at
+least 1; the supervisor warns about it at start. With Redis the limit stays whole.
 """
 
 from __future__ import annotations
@@ -13,18 +18,26 @@ import time
 
 from redis.exceptions import RedisError
 
-from service.config import Settings
 from service.logs import get_logger
 from service.ratelimit.buckets import Decision, Limit, LocalBuckets
 from service.ratelimit.redis_buckets import RedisBuckets
+from service.settings import Settings
 
 log = get_logger("service.ratelimit")
 RETRY_REDIS_SECONDS = 1.0
 
 
+def worker_share(limit: Limit, workers: int) -> Limit:
+    """What one of `workers` processes with buckets of their own may allow."""
+    if workers <= 1:
+        return limit
+    return Limit(max(1, limit.max // workers), limit.window_seconds)
+
+
 class RateLimiter:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, workers: int | None = None) -> None:
         self.default = Limit(settings.rate_limit_max, settings.rate_limit_window_seconds)
+        self.workers = settings.workers if workers is None else workers
         self.local = LocalBuckets()
         self.redis: RedisBuckets | None = None
         if settings.redis_url is not None:
@@ -38,6 +51,10 @@ class RateLimiter:
     async def hit(self, bucket: str, limit: Limit) -> Decision:
         """Count one request against the bucket."""
         return await self._take(bucket, limit, 1)
+
+    async def take(self, bucket: str, limit: Limit, cost: int) -> Decision:
+        """Count `cost` requests at once (all or none): a batch of items."""
+        return await self._take(bucket, limit, cost)
 
     async def peek(self, bucket: str, limit: Limit) -> Decision:
         """Whether one more request would pass, without counting one."""
@@ -61,7 +78,7 @@ class RateLimiter:
                     self._in_outage = False
                     log.warning("rate limiter: Redis answers again; buckets are shared")
                 return decision
-        return self.local.take(bucket, limit, cost)
+        return self.local.take(bucket, worker_share(limit, self.workers), cost)
 
     async def close(self) -> None:
         if self.redis is not None:

@@ -98,6 +98,25 @@ class KeyCredentials:
     role_scopes: list[str] | None
 
 
+@dataclass(frozen=True, slots=True)
+class HolderLimits:
+    """The expiry and rate limit of a key holding a role."""
+
+    id: UUID
+    expires_at: datetime | None
+    rate_limit_max: int | None
+    rate_limit_window_seconds: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class StrandedKey:
+    """A key a move would take out of the subtree of the tenant owning its role."""
+
+    api_key_id: UUID
+    role_id: UUID
+    role_tenant_id: UUID
+
+
 class ApiKeysRepository(Repository):
     _insert = NamedSql("insert_api_key")
     _get = NamedSql("get_api_key")
@@ -112,33 +131,36 @@ class ApiKeysRepository(Repository):
     _count = NamedSql("count_api_keys")
     _touch = NamedSql("touch_api_keys")
     _lock_bootstrap = NamedSql("lock_key_bootstrap")
+    _limits_with_role = NamedSql("list_api_key_limits_with_role")
+    _leaving = NamedSql("list_api_keys_leaving_role_subtree")
+    _outside = NamedSql("count_api_keys_outside_role_subtree")
 
     async def insert_api_key(self, conn: asyncpg.Connection, key: NewApiKey) -> ApiKey:
-        row = await conn.fetchrow(
-            self._insert,
-            key.id,
-            key.tenant_id,
-            key.name,
-            key.prefix,
-            key.key_hash,
-            key.environment,
-            key.scopes,
-            key.role_id,
-            key.rate_limit_max,
-            key.rate_limit_window,
-            key.rate_limit_window_seconds,
-            key.expires_at,
-            key.rotated_from,
+        row = await self._insert.one(
+            conn,
+            key_id=key.id,
+            tenant_id=key.tenant_id,
+            name=key.name,
+            prefix=key.prefix,
+            key_hash=key.key_hash,
+            environment=key.environment,
+            scopes=key.scopes,
+            role_id=key.role_id,
+            rate_limit_max=key.rate_limit_max,
+            rate_limit_window=key.rate_limit_window,
+            rate_limit_window_seconds=key.rate_limit_window_seconds,
+            expires_at=key.expires_at,
+            rotated_from=key.rotated_from,
         )
         assert row is not None
         return ApiKey(**row)
 
     async def get_api_key(self, conn: asyncpg.Connection, key_id: UUID) -> StoredKey | None:
-        row = await conn.fetchrow(self._get, key_id)
+        row = await self._get.one(conn, key_id=key_id)
         return None if row is None else _stored(row)
 
     async def lock_api_key(self, conn: asyncpg.Connection, key_id: UUID) -> StoredKey | None:
-        row = await conn.fetchrow(self._lock, key_id)
+        row = await self._lock.one(conn, key_id=key_id)
         return None if row is None else _stored(row)
 
     async def list_api_keys(
@@ -151,56 +173,87 @@ class ApiKeysRepository(Repository):
         cursor: UUID | None,
         limit: int,
     ) -> list[StoredKey]:
-        rows = await conn.fetch(self._list, tenant_id, subtree_of, include_revoked, cursor, limit)
+        rows = await self._list.many(
+            conn,
+            tenant_id=tenant_id,
+            subtree_root_id=subtree_of,
+            include_revoked=include_revoked,
+            cursor_id=cursor,
+            page_size=limit,
+        )
         return [_stored(r) for r in rows]
 
     async def list_dormant_api_keys(
         self, conn: asyncpg.Connection, *, days: int, subtree_of: UUID | None
     ) -> list[StoredKey]:
-        return [_stored(r) for r in await conn.fetch(self._dormant, days, subtree_of)]
+        return [
+            _stored(r)
+            for r in await self._dormant.many(conn, dormant_days=days, subtree_root_id=subtree_of)
+        ]
 
     async def update_api_key(
         self, conn: asyncpg.Connection, key_id: UUID, settings: KeySettings
     ) -> None:
-        await conn.execute(
-            self._update,
-            key_id,
-            settings.name,
-            settings.scopes,
-            settings.rate_limit_max,
-            settings.rate_limit_window,
-            settings.rate_limit_window_seconds,
-            settings.expires_at,
+        await self._update.exec(
+            conn,
+            key_id=key_id,
+            name=settings.name,
+            scopes=settings.scopes,
+            rate_limit_max=settings.rate_limit_max,
+            rate_limit_window=settings.rate_limit_window,
+            rate_limit_window_seconds=settings.rate_limit_window_seconds,
+            expires_at=settings.expires_at,
         )
 
     async def revoke_api_key(
         self, conn: asyncpg.Connection, key_id: UUID, *, after_seconds: int = 0
     ) -> datetime:
-        revoked_at: datetime = await conn.fetchval(self._revoke, key_id, float(after_seconds))
+        revoked_at: datetime = await self._revoke.value(
+            conn, key_id=key_id, grace_seconds=float(after_seconds)
+        )
         return revoked_at
 
     async def set_api_key_role(
         self, conn: asyncpg.Connection, key_id: UUID, role_id: UUID | None
     ) -> None:
-        await conn.execute(self._set_role, key_id, role_id)
+        await self._set_role.exec(conn, key_id=key_id, role_id=role_id)
 
     async def list_api_keys_with_role(
         self, conn: asyncpg.Connection, role_id: UUID
     ) -> list[tuple[UUID, list[str]]]:
-        return [(r["id"], list(r["scopes"])) for r in await conn.fetch(self._with_role, role_id)]
+        return [
+            (r["id"], list(r["scopes"])) for r in await self._with_role.many(conn, role_id=role_id)
+        ]
+
+    async def list_api_key_limits_with_role(
+        self, conn: asyncpg.Connection, role_id: UUID
+    ) -> list[HolderLimits]:
+        rows = await self._limits_with_role.many(conn, role_id=role_id)
+        return [HolderLimits(**r) for r in rows]
+
+    async def list_api_keys_leaving_role_subtree(
+        self, conn: asyncpg.Connection, tenant_id: UUID, new_parent_id: UUID | None
+    ) -> list[StrandedKey]:
+        rows = await self._leaving.many(conn, tenant_id=tenant_id, new_parent_id=new_parent_id)
+        return [StrandedKey(**r) for r in rows]
+
+    async def count_api_keys_outside_role_subtree(
+        self, conn: asyncpg.Connection, role_id: UUID
+    ) -> int:
+        return int(await self._outside.value(conn, role_id=role_id))
 
     async def get_api_key_for_auth(
         self, conn: asyncpg.Connection, key_hash: bytes
     ) -> KeyCredentials | None:
-        row = await conn.fetchrow(self._for_auth, key_hash)
+        row = await self._for_auth.one(conn, key_hash=key_hash)
         return None if row is None else KeyCredentials(**row)
 
     async def count_api_keys(self, conn: asyncpg.Connection) -> int:
-        return int(await conn.fetchval(self._count))
+        return int(await self._count.value(conn))
 
     async def touch_api_keys(self, conn: asyncpg.Connection, used: Mapping[UUID, datetime]) -> None:
         if used:
-            await conn.execute(self._touch, list(used), list(used.values()))
+            await self._touch.exec(conn, key_ids=list(used), used_at=list(used.values()))
 
     async def lock_key_bootstrap(self, conn: asyncpg.Connection) -> None:
-        await conn.execute(self._lock_bootstrap)
+        await self._lock_bootstrap.exec(conn)

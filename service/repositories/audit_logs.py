@@ -56,22 +56,19 @@ class AuditLogsRepository(Repository):
     _allow_redaction = NamedSql("allow_audit_redaction")
     _redact = NamedSql("redact_audit_logs_of_tenants")
 
-    @staticmethod
-    def _args(f: AuditFilter, cursor: UUID | None, limit: int | None) -> tuple[object, ...]:
-        return (
-            cursor,
-            f.action,
-            f.resource_type,
-            f.actor_id,
-            f.created_from,
-            f.created_to,
-            limit,
-        )
-
     async def list_audit_logs(
         self, conn: asyncpg.Connection, f: AuditFilter, *, cursor: UUID | None, limit: int
     ) -> list[AuditEntry]:
-        rows = await conn.fetch(self._list, *self._args(f, cursor, limit))
+        rows = await self._list.many(
+            conn,
+            cursor_id=cursor,
+            action=f.action,
+            resource_type=f.resource_type,
+            actor_id=f.actor_id,
+            created_from=f.created_from,
+            created_to=f.created_to,
+            page_size=limit,
+        )
         return [_entry(r) for r in rows]
 
     async def list_tenant_audit_logs(
@@ -84,7 +81,17 @@ class AuditLogsRepository(Repository):
         limit: int | None,
     ) -> list[AuditEntry]:
         """One tenant's entries, newest first; limit None returns every one."""
-        rows = await conn.fetch(self._list_tenant, *self._args(f, cursor, limit), tenant_id)
+        rows = await self._list_tenant.many(
+            conn,
+            tenant_id=tenant_id,
+            cursor_id=cursor,
+            action=f.action,
+            resource_type=f.resource_type,
+            actor_id=f.actor_id,
+            created_from=f.created_from,
+            created_to=f.created_to,
+            page_size=limit,
+        )
         return [_entry(r) for r in rows]
 
     async def list_subtree_audit_logs(
@@ -96,14 +103,24 @@ class AuditLogsRepository(Repository):
         cursor: UUID | None,
         limit: int,
     ) -> list[AuditEntry]:
-        rows = await conn.fetch(self._list_subtree, *self._args(f, cursor, limit), root_id)
+        rows = await self._list_subtree.many(
+            conn,
+            root_id=root_id,
+            cursor_id=cursor,
+            action=f.action,
+            resource_type=f.resource_type,
+            actor_id=f.actor_id,
+            created_from=f.created_from,
+            created_to=f.created_to,
+            page_size=limit,
+        )
         return [_entry(r) for r in rows]
 
     async def get_audit_log(
         self, conn: asyncpg.Connection, entry_id: UUID
     ) -> tuple[AuditEntry, str | None] | None:
         """The entry and its tenant's current ancestry path (None: no tenant, or purged)."""
-        row = await conn.fetchrow(self._get, entry_id)
+        row = await self._get.one(conn, entry_id=entry_id)
         return None if row is None else (_entry(row), row["ancestry_path"])
 
     async def redact_audit_logs_of_tenants(
@@ -111,5 +128,5 @@ class AuditLogsRepository(Repository):
     ) -> int:
         """Redact every entry naming one of these tenants; opens the guard for this
         transaction only."""
-        await conn.execute(self._allow_redaction)
-        return int(await conn.fetchval(self._redact, list(tenant_ids)))
+        await self._allow_redaction.exec(conn)
+        return int(await self._redact.value(conn, tenant_ids=list(tenant_ids)))

@@ -27,6 +27,8 @@ class ConfigEntry:
     encrypted_value: str | None
     locked: bool
     sensitive: bool
+    # Its owner shares the (sensitive) value with admins of the tenants below.
+    reveal_to_descendants: bool
     created_at: datetime
     updated_at: datetime
 
@@ -55,25 +57,32 @@ class ConfigEntriesRepository(Repository):
     async def list_config_entries(
         self, conn: asyncpg.Connection, tenant_id: UUID
     ) -> list[ConfigEntry]:
-        return [ConfigEntry(**r) for r in await conn.fetch(self._list, tenant_id)]
+        return [ConfigEntry(**r) for r in await self._list.many(conn, tenant_id=tenant_id)]
 
     async def get_config_entry(
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str
     ) -> ConfigEntry | None:
-        row = await conn.fetchrow(self._get, tenant_id, key)
+        row = await self._get.one(conn, tenant_id=tenant_id, key=key)
         return None if row is None else ConfigEntry(**row)
 
     async def upsert_config_entry(
-        self, conn: asyncpg.Connection, tenant_id: UUID, write: ConfigWrite, *, locked: bool
+        self,
+        conn: asyncpg.Connection,
+        tenant_id: UUID,
+        write: ConfigWrite,
+        *,
+        locked: bool,
+        reveal_to_descendants: bool,
     ) -> ConfigEntry:
-        row = await conn.fetchrow(
-            self._upsert_one,
-            tenant_id,
-            write.key,
-            write.value,
-            write.encrypted_value,
-            locked,
-            write.sensitive,
+        row = await self._upsert_one.one(
+            conn,
+            tenant_id=tenant_id,
+            key=write.key,
+            value=write.value,
+            encrypted_value=write.encrypted_value,
+            locked=locked,
+            sensitive=write.sensitive,
+            reveal_to_descendants=reveal_to_descendants,
         )
         assert row is not None
         return ConfigEntry(**row)
@@ -81,7 +90,7 @@ class ConfigEntriesRepository(Repository):
     async def delete_config_entry(
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str
     ) -> ConfigEntry | None:
-        row = await conn.fetchrow(self._delete_one, tenant_id, key)
+        row = await self._delete_one.one(conn, tenant_id=tenant_id, key=key)
         return None if row is None else ConfigEntry(**row)
 
     async def lock_config_keys(
@@ -89,7 +98,9 @@ class ConfigEntriesRepository(Repository):
     ) -> None:
         """Hold (tree root, key) write locks until the transaction ends."""
         if keys:
-            await conn.fetchval(self._lock_keys, [k[0] for k in keys], [k[1] for k in keys])
+            await self._lock_keys.value(
+                conn, root_ids=[k[0] for k in keys], keys=[k[1] for k in keys]
+            )
 
     async def find_locked_config_keys(
         self, conn: asyncpg.Connection, tenant_id: UUID, keys: Sequence[str]
@@ -97,35 +108,35 @@ class ConfigEntriesRepository(Repository):
         """Keys locked at tenant_id or above it, mapped to the tenant holding the lock."""
         if not keys:
             return {}
-        rows = await conn.fetch(self._locked, tenant_id, list(keys))
+        rows = await self._locked.many(conn, tenant_id=tenant_id, keys=list(keys))
         return {row["key"]: row["tenant_id"] for row in rows}
 
     async def insert_config_for_new_tenants(
         self, conn: asyncpg.Connection, entries: Sequence[tuple[UUID, str, Any]]
     ) -> None:
         if entries:
-            await conn.execute(
-                self._insert_new,
-                [e[0] for e in entries],
-                [e[1] for e in entries],
-                [json_text(e[2]) for e in entries],
+            await self._insert_new.exec(
+                conn,
+                tenant_ids=[e[0] for e in entries],
+                keys=[e[1] for e in entries],
+                json_values=[json_text(e[2]) for e in entries],
             )
 
     async def upsert_config_values(
         self, conn: asyncpg.Connection, tenant_id: UUID, writes: Sequence[ConfigWrite]
     ) -> None:
         if writes:
-            await conn.execute(
-                self._upsert,
-                tenant_id,
-                [w.key for w in writes],
-                [None if w.sensitive else json_text(w.value) for w in writes],
-                [w.encrypted_value for w in writes],
-                [w.sensitive for w in writes],
+            await self._upsert.exec(
+                conn,
+                tenant_id=tenant_id,
+                keys=[w.key for w in writes],
+                json_values=[None if w.sensitive else json_text(w.value) for w in writes],
+                encrypted_values=[w.encrypted_value for w in writes],
+                sensitive_flags=[w.sensitive for w in writes],
             )
 
     async def delete_config_keys(
         self, conn: asyncpg.Connection, tenant_id: UUID, keys: Sequence[str]
     ) -> None:
         if keys:
-            await conn.execute(self._delete, tenant_id, list(keys))
+            await self._delete.exec(conn, tenant_id=tenant_id, keys=list(keys))

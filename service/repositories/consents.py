@@ -47,35 +47,37 @@ class ConsentsRepository(Repository):
     async def lock_consent_purpose(
         self, conn: asyncpg.Connection, tenant_id: UUID, purpose: str
     ) -> None:
-        await conn.execute(self._lock, str(tenant_id), purpose)
+        await self._lock.exec(conn, tenant_id=str(tenant_id), purpose=purpose)
 
     async def get_active_consent(
         self, conn: asyncpg.Connection, tenant_id: UUID, purpose: str
     ) -> Consent | None:
-        row = await conn.fetchrow(self._active, tenant_id, purpose)
+        row = await self._active.one(conn, tenant_id=tenant_id, purpose=purpose)
         return None if row is None else Consent(**row)
 
     async def get_consent(self, conn: asyncpg.Connection, consent_id: UUID) -> Consent | None:
-        row = await conn.fetchrow(self._get, consent_id)
+        row = await self._get.one(conn, consent_id=consent_id)
         return None if row is None else Consent(**row)
 
     async def insert_consent(self, conn: asyncpg.Connection, consent: NewConsent) -> None:
-        await conn.execute(
-            self._insert,
-            consent.id,
-            consent.tenant_id,
-            consent.purpose,
-            consent.granted_by,
-            consent.expires_at,
-            consent.metadata,
+        await self._insert.exec(
+            conn,
+            consent_id=consent.id,
+            tenant_id=consent.tenant_id,
+            purpose=consent.purpose,
+            granted_by=consent.granted_by,
+            expires_at=consent.expires_at,
+            metadata=consent.metadata,
         )
 
     async def list_consents(
         self, conn: asyncpg.Connection, tenant_id: UUID, *, purpose: str | None = None
     ) -> list[Consent]:
-        return [Consent(**r) for r in await conn.fetch(self._list, tenant_id, purpose)]
+        return [
+            Consent(**r) for r in await self._list.many(conn, tenant_id=tenant_id, purpose=purpose)
+        ]
 
     async def revoke_consent(
         self, conn: asyncpg.Connection, consent_id: UUID, revoked_by: str
     ) -> None:
-        await conn.execute(self._revoke, consent_id, revoked_by)
+        await self._revoke.exec(conn, consent_id=consent_id, revoked_by=revoked_by)

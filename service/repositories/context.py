@@ -18,6 +18,7 @@ class ResolvedConfig:
     encrypted_value: str | None
     sensitive: bool
     locked: bool
+    reveal_to_descendants: bool
     source_tenant_id: UUID
 
 
@@ -40,13 +41,31 @@ class ResolvedContext:
     permissions: list[ResolvedPermission]
 
 
+@dataclass(frozen=True, slots=True)
+class RenderedContext:
+    """A tenant's position and its masked context document, rendered by PostgreSQL."""
+
+    id: UUID
+    ancestry_path: str
+    depth: int
+    status: str
+    document: str
+
+
 class ContextRepository(Repository):
     _resolve = NamedSql("resolve_tenant_context")
+    _render = NamedSql("render_tenant_context")
+
+    async def render_tenant_context(
+        self, conn: asyncpg.Connection, tenant_id: UUID
+    ) -> RenderedContext | None:
+        row = await self._render.one(conn, tenant_id=tenant_id)
+        return None if row is None else RenderedContext(**row)
 
     async def resolve_tenant_context(
         self, conn: asyncpg.Connection, tenant_id: UUID
     ) -> ResolvedContext | None:
-        row = await conn.fetchrow(self._resolve, tenant_id)
+        row = await self._resolve.one(conn, tenant_id=tenant_id)
         if row is None:
             return None
         return ResolvedContext(
@@ -62,6 +81,7 @@ class ContextRepository(Repository):
                     encrypted_value=c["encrypted_value"],
                     sensitive=c["sensitive"],
                     locked=c["locked"],
+                    reveal_to_descendants=c["reveal_to_descendants"],
                     source_tenant_id=UUID(c["source_tenant_id"]),
                 )
                 for c in row["config"]

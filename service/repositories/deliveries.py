@@ -66,6 +66,7 @@ class Claim:
     encrypted_secret: str
     previous_encrypted_secret: str | None
     previous_secret_expires_at: datetime | None
+    event_id: UUID
     event_type: str
     payload: dict[str, Any]
     event_created_at: datetime
@@ -103,18 +104,25 @@ class DeliveriesRepository(Repository):
     async def claim_due_deliveries(
         self, conn: asyncpg.Connection, worker: str, limit: int, lease_seconds: float
     ) -> list[Claim]:
-        rows = await conn.fetch(self._claim, worker, limit, lease_seconds)
+        rows = await self._claim.many(
+            conn, worker=worker, batch_size=limit, lease_seconds=lease_seconds
+        )
         return [Claim(**r) for r in rows]
 
     async def seconds_until_next_delivery(self, conn: asyncpg.Connection) -> float | None:
-        value = await conn.fetchval(self._next_due)
+        value = await self._next_due.value(conn)
         return None if value is None else float(value)
 
     async def record_delivery_success(
         self, conn: asyncpg.Connection, claim: Claim, worker: str, *, seconds: float, code: int
     ) -> bool:
-        done = await conn.execute(
-            self._success, claim.id, worker, seconds, code, claim.lease_expires_at
+        done = await self._success.exec(
+            conn,
+            delivery_id=claim.id,
+            worker=worker,
+            duration_seconds=seconds,
+            response_code=code,
+            lease_expires_at=claim.lease_expires_at,
         )
         return bool(done.endswith(" 1"))
 
@@ -130,30 +138,38 @@ class DeliveriesRepository(Repository):
         retry_in: float,
     ) -> str | None:
         """The delivery's status afterwards, or None when the claim was no longer ours."""
-        row = await conn.fetchrow(
-            self._failure,
-            claim.id,
-            worker,
-            seconds,
-            code,
-            error,
-            retry_in,
-            claim.lease_expires_at,
+        row = await self._failure.one(
+            conn,
+            delivery_id=claim.id,
+            worker=worker,
+            duration_seconds=seconds,
+            response_code=code,
+            error=error,
+            retry_in_seconds=retry_in,
+            lease_expires_at=claim.lease_expires_at,
         )
         return None if row is None else str(row["status"])
 
     async def park_delivery(
         self, conn: asyncpg.Connection, claim: Claim, worker: str, reason: str
     ) -> None:
-        await conn.execute(self._park, claim.id, worker, claim.lease_expires_at, reason)
+        await self._park.exec(
+            conn,
+            delivery_id=claim.id,
+            worker=worker,
+            lease_expires_at=claim.lease_expires_at,
+            reason=reason,
+        )
 
     async def release_delivery(self, conn: asyncpg.Connection, claim: Claim, worker: str) -> None:
-        await conn.fetchrow(self._release, claim.id, worker, claim.lease_expires_at)
+        await self._release.one(
+            conn, delivery_id=claim.id, worker=worker, lease_expires_at=claim.lease_expires_at
+        )
 
     async def get_delivery(
         self, conn: asyncpg.Connection, delivery_id: UUID
     ) -> ScopedDelivery | None:
-        row = await conn.fetchrow(self._get, delivery_id)
+        row = await self._get.one(conn, delivery_id=delivery_id)
         if row is None:
             return None
         return ScopedDelivery(_delivery(row), row["webhook_tenant_id"], row["tenant_path"])
@@ -167,13 +183,15 @@ class DeliveriesRepository(Repository):
         status: str | None,
         limit: int,
     ) -> list[Delivery]:
-        rows = await conn.fetch(self._list, webhook_id, cursor, status, limit)
+        rows = await self._list.many(
+            conn, webhook_id=webhook_id, cursor_id=cursor, status_filter=status, page_size=limit
+        )
         return [_delivery(r) for r in rows]
 
     async def delivery_stats(
         self, conn: asyncpg.Connection, *, scope: UUID | None, webhook_id: UUID | None
     ) -> DeliveryStats:
-        row = await conn.fetchrow(self._stats, scope, webhook_id)
+        row = await self._stats.one(conn, scope_tenant_id=scope, webhook_id=webhook_id)
         assert row is not None
         return DeliveryStats(**row)
 
@@ -186,7 +204,9 @@ class DeliveriesRepository(Repository):
         cursor: UUID | None,
         limit: int,
     ) -> list[FailedDelivery]:
-        rows = await conn.fetch(self._failed, scope, webhook_id, cursor, limit)
+        rows = await self._failed.many(
+            conn, scope_tenant_id=scope, webhook_id=webhook_id, cursor_id=cursor, page_size=limit
+        )
         return [
             FailedDelivery(
                 delivery=_delivery(r),
@@ -203,7 +223,7 @@ class DeliveriesRepository(Repository):
         self, conn: asyncpg.Connection, delivery_id: UUID, *, max_attempts: int
     ) -> Delivery | None:
         """The delivery reset to pending, or None when it was not failed."""
-        row = await conn.fetchrow(self._retry, delivery_id, max_attempts)
+        row = await self._retry.one(conn, delivery_id=delivery_id, max_attempts=max_attempts)
         return None if row is None else _delivery(row)
 
     async def retry_failed_deliveries(
@@ -214,6 +234,8 @@ class DeliveriesRepository(Repository):
         webhook_id: UUID | None,
         max_attempts: int,
     ) -> int:
-        row = await conn.fetchrow(self._retry_all, scope, webhook_id, max_attempts)
+        row = await self._retry_all.one(
+            conn, scope_tenant_id=scope, webhook_id=webhook_id, max_attempts=max_attempts
+        )
         assert row is not None
         return int(row["retried"])

@@ -36,33 +36,35 @@ class EncryptionKeysRepository(Repository):
         self, conn: asyncpg.Connection, after: tuple[UUID, str] | None, limit: int
     ) -> list[ConfigCiphertext]:
         tenant_id, key = after if after is not None else (None, None)
-        rows = await conn.fetch(self._config_batch, tenant_id, key, limit)
+        rows = await self._config_batch.many(
+            conn, after_tenant_id=tenant_id, after_key=key, batch_size=limit
+        )
         return [ConfigCiphertext(**r) for r in rows]
 
     async def update_config_ciphertexts(
         self, conn: asyncpg.Connection, values: Sequence[ConfigCiphertext]
     ) -> None:
         if values:
-            await conn.execute(
-                self._update_config,
-                [v.tenant_id for v in values],
-                [v.key for v in values],
-                [v.encrypted_value for v in values],
+            await self._update_config.exec(
+                conn,
+                tenant_ids=[v.tenant_id for v in values],
+                keys=[v.key for v in values],
+                encrypted_values=[v.encrypted_value for v in values],
             )
 
     async def lock_webhook_secrets_batch(
         self, conn: asyncpg.Connection, after: UUID | None, limit: int
     ) -> list[WebhookCiphertexts]:
-        rows = await conn.fetch(self._webhook_batch, after, limit)
+        rows = await self._webhook_batch.many(conn, after_id=after, batch_size=limit)
         return [WebhookCiphertexts(**r) for r in rows]
 
     async def update_webhook_ciphertexts(
         self, conn: asyncpg.Connection, values: Sequence[WebhookCiphertexts]
     ) -> None:
         if values:
-            await conn.execute(
-                self._update_webhooks,
-                [v.id for v in values],
-                [v.encrypted_secret for v in values],
-                [v.previous_encrypted_secret for v in values],
+            await self._update_webhooks.exec(
+                conn,
+                webhook_ids=[v.id for v in values],
+                encrypted_secrets=[v.encrypted_secret for v in values],
+                previous_encrypted_secrets=[v.previous_encrypted_secret for v in values],
             )

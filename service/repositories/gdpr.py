@@ -28,23 +28,6 @@ class EventPayload:
     payload: dict[str, Any]
 
 
-# The order a purge deletes in: children of a table before the table (deliveries before
-# events and webhooks, closure rows before tenants), so every count is exact.
-# Each step is (count label, GdprRepository attribute holding the query).
-PURGE_STEPS: tuple[tuple[str, str], ...] = (
-    ("webhook_deliveries", "_deliveries"),
-    ("events", "_events"),
-    ("webhooks", "_webhooks_gone"),
-    ("consents", "_consents"),
-    ("config_entries", "_config"),
-    ("permission_policies", "_permissions_gone"),
-    ("api_keys", "_keys"),
-    ("roles", "_roles_gone"),
-    ("closure_rows", "_closure"),
-    ("tenants", "_tenants"),
-)
-
-
 class GdprRepository(Repository):
     _lock_subtree = NamedSql("lock_subtree_for_purge")
     _mentioning = NamedSql("find_events_mentioning_tenants")
@@ -61,34 +44,44 @@ class GdprRepository(Repository):
     _tenants = NamedSql("delete_tenants")
 
     async def lock_subtree_for_purge(self, conn: asyncpg.Connection, tenant_id: UUID) -> list[UUID]:
-        return [r["id"] for r in await conn.fetch(self._lock_subtree, tenant_id)]
+        return [r["id"] for r in await self._lock_subtree.many(conn, tenant_id=tenant_id)]
 
     async def find_events_mentioning_tenants(
         self, conn: asyncpg.Connection, tenant_ids: Sequence[UUID]
     ) -> list[EventPayload]:
-        rows = await conn.fetch(self._mentioning, list(tenant_ids))
+        rows = await self._mentioning.many(conn, tenant_ids=list(tenant_ids))
         return [EventPayload(r["id"], r["payload"]) for r in rows]
 
     async def replace_event_payloads(
         self, conn: asyncpg.Connection, payloads: Sequence[EventPayload]
     ) -> None:
         if payloads:
-            await conn.execute(
-                self._replace_payloads, [p.id for p in payloads], [p.payload for p in payloads]
+            await self._replace_payloads.exec(
+                conn, event_ids=[p.id for p in payloads], payloads=[p.payload for p in payloads]
             )
 
     async def delete_rows_of_tenants(
         self, conn: asyncpg.Connection, tenant_ids: Sequence[UUID]
     ) -> PurgedRows:
-        """Every row of these tenants, table by table (PURGE_STEPS)."""
+        """Every row of these tenants, table by table: children of a table before the
+        table (deliveries before events and webhooks, closure rows before tenants), so
+        every count is exact."""
         ids = list(tenant_ids)
         counts: dict[str, int] = {}
-        removed: dict[str, list[UUID]] = {}
-        for label, attribute in PURGE_STEPS:
-            sql: str = getattr(self, attribute)
-            row = await conn.fetchrow(sql, ids)
+
+        def count(label: str, row: asyncpg.Record | None) -> asyncpg.Record:
             assert row is not None
             counts[label] = int(row["deleted"])
-            if "ids" in row.keys():  # noqa: SIM118 - a Record is also a sequence
-                removed[label] = list(row["ids"])
-        return PurgedRows(counts, removed["api_keys"], removed["roles"])
+            return row
+
+        count("webhook_deliveries", await self._deliveries.one(conn, tenant_ids=ids))
+        count("events", await self._events.one(conn, tenant_ids=ids))
+        count("webhooks", await self._webhooks_gone.one(conn, tenant_ids=ids))
+        count("consents", await self._consents.one(conn, tenant_ids=ids))
+        count("config_entries", await self._config.one(conn, tenant_ids=ids))
+        count("permission_policies", await self._permissions_gone.one(conn, tenant_ids=ids))
+        keys = count("api_keys", await self._keys.one(conn, tenant_ids=ids))
+        roles = count("roles", await self._roles_gone.one(conn, tenant_ids=ids))
+        count("closure_rows", await self._closure.one(conn, tenant_ids=ids))
+        count("tenants", await self._tenants.one(conn, tenant_ids=ids))
+        return PurgedRows(counts, list(keys["ids"]), list(roles["ids"]))

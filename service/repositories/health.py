@@ -11,4 +11,4 @@ class HealthRepository(Repository):
     _ping = NamedSql("ping_database")
 
     async def ping(self, conn: asyncpg.Connection) -> bool:
-        return bool(await conn.fetchval(self._ping))
+        return bool(await self._ping.value(conn))

@@ -48,42 +48,42 @@ class IdempotencyRepository(Repository):
 
     async def lock_idempotency_key(self, conn: asyncpg.Connection, key_hash: bytes) -> bool:
         lock_id = int.from_bytes(key_hash[:8], "big", signed=True)
-        return bool(await conn.fetchval(self._lock, lock_id))
+        return bool(await self._lock.value(conn, lock_id=lock_id))
 
     async def get_idempotency_key(
         self, conn: asyncpg.Connection, key_hash: bytes
     ) -> StoredAnswer | None:
-        row = await conn.fetchrow(self._get, key_hash)
+        row = await self._get.one(conn, key_hash=key_hash)
         return None if row is None else StoredAnswer(**row)
 
     async def insert_idempotency_key(self, conn: asyncpg.Connection, new: NewStoredAnswer) -> bool:
-        stored = await conn.fetchval(
-            self._insert,
-            new.id,
-            new.key_hash,
-            new.request_hash,
-            new.status,
-            new.answer,
-            list(new.mentioned_ids),
+        stored = await self._insert.value(
+            conn,
+            record_id=new.id,
+            key_hash=new.key_hash,
+            request_hash=new.request_hash,
+            status=new.status,
+            answer=new.answer,
+            mentioned_ids=list(new.mentioned_ids),
         )
         return stored is not None
 
     async def delete_idempotency_keys_of_tenants(
         self, conn: asyncpg.Connection, tenant_ids: Sequence[UUID]
     ) -> int:
-        result = await conn.execute(self._delete_of_tenants, list(tenant_ids))
+        result = await self._delete_of_tenants.exec(conn, tenant_ids=list(tenant_ids))
         return int(result.split()[-1])
 
     async def lock_idempotency_answers_batch(
         self, conn: asyncpg.Connection, after: UUID | None, limit: int
     ) -> list[AnswerCiphertext]:
-        rows = await conn.fetch(self._batch, after, limit)
+        rows = await self._batch.many(conn, after_id=after, batch_size=limit)
         return [AnswerCiphertext(**r) for r in rows]
 
     async def update_idempotency_answers(
         self, conn: asyncpg.Connection, values: Sequence[AnswerCiphertext]
     ) -> None:
         if values:
-            await conn.execute(
-                self._update_answers, [v.id for v in values], [v.answer for v in values]
+            await self._update_answers.exec(
+                conn, record_ids=[v.id for v in values], answers=[v.answer for v in values]
             )

@@ -11,5 +11,5 @@ class MetricsRepository(Repository):
     _deliveries = NamedSql("count_deliveries_by_status")
 
     async def count_deliveries_by_status(self, conn: asyncpg.Connection) -> dict[str, int]:
-        rows = await conn.fetch(self._deliveries)
+        rows = await self._deliveries.many(conn)
         return {str(r["status"]): int(r["deliveries"]) for r in rows}

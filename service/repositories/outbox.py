@@ -45,13 +45,13 @@ class OutboxRepository(Repository):
         """Store events and queue their webhook deliveries; returns how many were queued."""
         if not events:
             return 0
-        queued: int = await conn.fetchval(
-            self._insert_events,
-            [e.id for e in events],
-            [e.type for e in events],
-            [e.tenant_id for e in events],
-            [e.payload for e in events],
-            max_attempts,
+        queued: int = await self._insert_events.value(
+            conn,
+            event_ids=[e.id for e in events],
+            event_types=[e.type for e in events],
+            tenant_ids=[e.tenant_id for e in events],
+            payloads=[e.payload for e in events],
+            max_attempts=max_attempts,
         )
         return queued
 
@@ -59,16 +59,16 @@ class OutboxRepository(Repository):
         self, conn: asyncpg.Connection, entries: Sequence[NewAuditEntry]
     ) -> None:
         if entries:
-            await conn.execute(
-                self._insert_audit,
-                [e.id for e in entries],
-                [e.tenant_id for e in entries],
-                [e.actor_id for e in entries],
-                [e.actor_type for e in entries],
-                [e.action for e in entries],
-                [e.resource_type for e in entries],
-                [e.resource_id for e in entries],
-                [e.changes for e in entries],
-                [e.request_id for e in entries],
-                [e.ip_address for e in entries],
+            await self._insert_audit.exec(
+                conn,
+                entry_ids=[e.id for e in entries],
+                tenant_ids=[e.tenant_id for e in entries],
+                actor_ids=[e.actor_id for e in entries],
+                actor_types=[e.actor_type for e in entries],
+                actions=[e.action for e in entries],
+                resource_types=[e.resource_type for e in entries],
+                resource_ids=[e.resource_id for e in entries],
+                changes=[e.changes for e in entries],
+                request_ids=[e.request_id for e in entries],
+                ip_addresses=[e.ip_address for e in entries],
             )

@@ -33,12 +33,12 @@ class PermissionsRepository(Repository):
     async def list_permission_policies(
         self, conn: asyncpg.Connection, tenant_id: UUID
     ) -> list[PermissionPolicy]:
-        return [PermissionPolicy(**r) for r in await conn.fetch(self._list, tenant_id)]
+        return [PermissionPolicy(**r) for r in await self._list.many(conn, tenant_id=tenant_id)]
 
     async def get_permission_policy(
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str
     ) -> PermissionPolicy | None:
-        row = await conn.fetchrow(self._get, tenant_id, key)
+        row = await self._get.one(conn, tenant_id=tenant_id, key=key)
         return None if row is None else PermissionPolicy(**row)
 
     async def find_locked_permission_keys(
@@ -47,20 +47,20 @@ class PermissionsRepository(Repository):
         """Keys a LOCKED policy holds at tenant_id or above it, mapped to the holder."""
         if not keys:
             return {}
-        rows = await conn.fetch(self._locked, tenant_id, list(keys))
+        rows = await self._locked.many(conn, tenant_id=tenant_id, keys=list(keys))
         return {row["key"]: row["tenant_id"] for row in rows}
 
     async def upsert_permission_policy(
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str, *, value: bool, mode: str
     ) -> PermissionPolicy:
-        row = await conn.fetchrow(self._upsert, tenant_id, key, value, mode)
+        row = await self._upsert.one(conn, tenant_id=tenant_id, key=key, value=value, mode=mode)
         assert row is not None
         return PermissionPolicy(**row)
 
     async def delete_permission_policy(
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str
     ) -> PermissionPolicy | None:
-        row = await conn.fetchrow(self._delete, tenant_id, key)
+        row = await self._delete.one(conn, tenant_id=tenant_id, key=key)
         return None if row is None else PermissionPolicy(**row)
 
     async def lock_permission_keys(
@@ -68,4 +68,6 @@ class PermissionsRepository(Repository):
     ) -> None:
         """Hold (tree root, key) write locks until the transaction ends."""
         if keys:
-            await conn.fetchval(self._lock_keys, [k[0] for k in keys], [k[1] for k in keys])
+            await self._lock_keys.value(
+                conn, root_ids=[k[0] for k in keys], keys=[k[1] for k in keys]
+            )

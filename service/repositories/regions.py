@@ -16,5 +16,7 @@ class RegionsRepository(Repository):
         self, conn: asyncpg.Connection, tenant_id: UUID, region: str, *, include_descendants: bool
     ) -> list[UUID]:
         """Set the region on the tenant (and its subtree); the ids that changed."""
-        rows = await conn.fetch(self._migrate, tenant_id, region, include_descendants)
+        rows = await self._migrate.many(
+            conn, tenant_id=tenant_id, region=region, include_descendants=include_descendants
+        )
         return [r["id"] for r in rows]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from service.db.migrations import MigrationsRepository
 from service.db.queries import Queries
 from service.repositories.api_keys import ApiKeysRepository
+from service.repositories.audit_chain import AuditChainRepository
 from service.repositories.audit_logs import AuditLogsRepository
 from service.repositories.config_entries import ConfigEntriesRepository
 from service.repositories.consents import ConsentsRepository
@@ -16,13 +17,16 @@ from service.repositories.encryption_keys import EncryptionKeysRepository
 from service.repositories.gdpr import GdprRepository
 from service.repositories.health import HealthRepository
 from service.repositories.idempotency import IdempotencyRepository
+from service.repositories.impact import ImpactRepository
 from service.repositories.metrics import MetricsRepository
 from service.repositories.outbox import OutboxRepository
 from service.repositories.permissions import PermissionsRepository
+from service.repositories.read_cache import ReadCacheRepository
 from service.repositories.regions import RegionsRepository
 from service.repositories.retention import RetentionRepository
 from service.repositories.roles import RolesRepository
 from service.repositories.tenants import TenantsRepository
+from service.repositories.webhook_health import WebhookHealthRepository
 from service.repositories.webhooks import WebhooksRepository
 
 
@@ -35,6 +39,7 @@ class Repositories:
     health: HealthRepository
     migrations: MigrationsRepository
     webhooks: WebhooksRepository
+    webhook_health: WebhookHealthRepository
     deliveries: DeliveriesRepository
     permissions: PermissionsRepository
     context: ContextRepository
@@ -42,11 +47,14 @@ class Repositories:
     roles: RolesRepository
     metrics: MetricsRepository
     audit_logs: AuditLogsRepository
+    audit_chain: AuditChainRepository
     consents: ConsentsRepository
     gdpr: GdprRepository
     regions: RegionsRepository
     retention: RetentionRepository
     idempotency: IdempotencyRepository
+    impact: ImpactRepository
+    read_cache: ReadCacheRepository
 
     @classmethod
     def build(cls, queries: Queries) -> Repositories:
@@ -58,6 +66,7 @@ class Repositories:
             health=HealthRepository(queries),
             migrations=MigrationsRepository(queries),
             webhooks=WebhooksRepository(queries),
+            webhook_health=WebhookHealthRepository(queries),
             deliveries=DeliveriesRepository(queries),
             permissions=PermissionsRepository(queries),
             context=ContextRepository(queries),
@@ -65,9 +74,12 @@ class Repositories:
             roles=RolesRepository(queries),
             metrics=MetricsRepository(queries),
             audit_logs=AuditLogsRepository(queries),
+            audit_chain=AuditChainRepository(queries),
             consents=ConsentsRepository(queries),
             gdpr=GdprRepository(queries),
             regions=RegionsRepository(queries),
             retention=RetentionRepository(queries),
             idempotency=IdempotencyRepository(queries),
+            impact=ImpactRepository(queries),
+            read_cache=ReadCacheRepository(queries),
         )

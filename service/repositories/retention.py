@@ -52,84 +52,86 @@ class RetentionRepository(Repository):
     _delete_consents = NamedSql("delete_expired_consents")
     _allow_audit = NamedSql("allow_audit_retention")
     _count_audit = NamedSql("count_expired_audit_logs")
-    _delete_audit = NamedSql("delete_expired_audit_logs")
     _count_tenants = NamedSql("count_expired_archived_tenants")
     _find_leaves = NamedSql("find_expired_archived_leaves")
     _lock_leaves = NamedSql("lock_expired_archived_leaves")
     _count_idempotency = NamedSql("count_expired_idempotency_keys")
     _delete_idempotency = NamedSql("delete_expired_idempotency_keys")
 
-    async def _count(self, conn: asyncpg.Connection, sql: str, cutoff: datetime) -> int:
-        return int(await conn.fetchval(sql, cutoff))
-
-    async def _delete(
-        self,
-        conn: asyncpg.Connection,
-        sql: str,
-        cutoff: datetime,
-        limit: int,
-        after: Position | None,
-    ) -> Batch:
-        start = after or Position(EPOCH_START, NIL_UUID)
-        return _batch(await conn.fetch(sql, cutoff, limit, start.at, start.id))
+    @staticmethod
+    def _page(after: Position | None) -> Position:
+        return after or Position(EPOCH_START, NIL_UUID)
 
     async def count_expired_deliveries(self, conn: asyncpg.Connection, cutoff: datetime) -> int:
-        return await self._count(conn, self._count_deliveries, cutoff)
+        return int(await self._count_deliveries.value(conn, cutoff=cutoff))
 
     async def delete_expired_deliveries(
         self, conn: asyncpg.Connection, cutoff: datetime, limit: int, after: Position | None
     ) -> Batch:
-        return await self._delete(conn, self._delete_deliveries, cutoff, limit, after)
+        start = self._page(after)
+        rows = await self._delete_deliveries.many(
+            conn, cutoff=cutoff, batch_size=limit, after_at=start.at, after_id=start.id
+        )
+        return _batch(rows)
 
     async def count_expired_events(self, conn: asyncpg.Connection, cutoff: datetime) -> int:
-        return await self._count(conn, self._count_events, cutoff)
+        return int(await self._count_events.value(conn, cutoff=cutoff))
 
     async def delete_expired_events(
         self, conn: asyncpg.Connection, cutoff: datetime, limit: int, after: Position | None
     ) -> Batch:
-        return await self._delete(conn, self._delete_events, cutoff, limit, after)
+        start = self._page(after)
+        rows = await self._delete_events.many(
+            conn, cutoff=cutoff, batch_size=limit, after_at=start.at, after_id=start.id
+        )
+        return _batch(rows)
 
     async def count_expired_consents(self, conn: asyncpg.Connection, cutoff: datetime) -> int:
-        return await self._count(conn, self._count_consents, cutoff)
+        return int(await self._count_consents.value(conn, cutoff=cutoff))
 
     async def delete_expired_consents(
         self, conn: asyncpg.Connection, cutoff: datetime, limit: int, after: Position | None
     ) -> Batch:
-        return await self._delete(conn, self._delete_consents, cutoff, limit, after)
+        start = self._page(after)
+        rows = await self._delete_consents.many(
+            conn, cutoff=cutoff, batch_size=limit, after_at=start.at, after_id=start.id
+        )
+        return _batch(rows)
 
     async def count_expired_audit_logs(self, conn: asyncpg.Connection, cutoff: datetime) -> int:
-        return await self._count(conn, self._count_audit, cutoff)
+        return int(await self._count_audit.value(conn, cutoff=cutoff))
 
-    async def delete_expired_audit_logs(
-        self, conn: asyncpg.Connection, cutoff: datetime, limit: int, after: Position | None
-    ) -> Batch:
-        """One batch; opens the audit guard for entries before cutoff, this transaction only."""
-        await conn.execute(self._allow_audit, cutoff)
-        return await self._delete(conn, self._delete_audit, cutoff, limit, after)
+    async def allow_audit_retention(self, conn: asyncpg.Connection, cutoff: datetime) -> None:
+        """Open the audit guard for entries before cutoff, this transaction only."""
+        await self._allow_audit.exec(conn, cutoff=cutoff)
 
     async def count_expired_idempotency_keys(
         self, conn: asyncpg.Connection, cutoff: datetime
     ) -> int:
-        return await self._count(conn, self._count_idempotency, cutoff)
+        return int(await self._count_idempotency.value(conn, cutoff=cutoff))
 
     async def delete_expired_idempotency_keys(
         self, conn: asyncpg.Connection, cutoff: datetime, limit: int, after: Position | None
     ) -> Batch:
-        return await self._delete(conn, self._delete_idempotency, cutoff, limit, after)
+        start = self._page(after)
+        rows = await self._delete_idempotency.many(
+            conn, cutoff=cutoff, batch_size=limit, after_at=start.at, after_id=start.id
+        )
+        return _batch(rows)
 
     async def count_expired_archived_tenants(
         self, conn: asyncpg.Connection, cutoff: datetime
     ) -> int:
-        return await self._count(conn, self._count_tenants, cutoff)
+        return int(await self._count_tenants.value(conn, cutoff=cutoff))
 
     async def find_expired_archived_leaves(
         self, conn: asyncpg.Connection, cutoff: datetime, limit: int
     ) -> list[TenantCandidate]:
-        rows = await conn.fetch(self._find_leaves, cutoff, limit)
+        rows = await self._find_leaves.many(conn, cutoff=cutoff, batch_size=limit)
         return [TenantCandidate(r["id"], r["ancestry_path"]) for r in rows]
 
     async def lock_expired_archived_leaves(
         self, conn: asyncpg.Connection, cutoff: datetime, ids: Sequence[UUID]
     ) -> list[TenantCandidate]:
-        rows = await conn.fetch(self._lock_leaves, cutoff, list(ids))
+        rows = await self._lock_leaves.many(conn, cutoff=cutoff, tenant_ids=list(ids))
         return [TenantCandidate(r["id"], r["ancestry_path"]) for r in rows]

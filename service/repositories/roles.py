@@ -42,22 +42,30 @@ class RolesRepository(Repository):
     _delete = NamedSql("delete_role")
 
     async def insert_role(self, conn: asyncpg.Connection, role: NewRole) -> None:
-        await conn.execute(
-            self._insert, role.id, role.tenant_id, role.name, role.description, role.scopes
+        await self._insert.exec(
+            conn,
+            role_id=role.id,
+            tenant_id=role.tenant_id,
+            name=role.name,
+            description=role.description,
+            scopes=role.scopes,
         )
 
     async def get_role(self, conn: asyncpg.Connection, role_id: UUID) -> Role | None:
-        row = await conn.fetchrow(self._get, role_id)
+        row = await self._get.one(conn, role_id=role_id)
         return None if row is None else Role(**row)
 
     async def lock_role(self, conn: asyncpg.Connection, role_id: UUID) -> Role | None:
-        row = await conn.fetchrow(self._lock, role_id)
+        row = await self._lock.one(conn, role_id=role_id)
         return None if row is None else Role(**row)
 
     async def list_roles(
         self, conn: asyncpg.Connection, *, tenant_id: UUID | None, subtree_of: UUID | None
     ) -> list[Role]:
-        return [Role(**r) for r in await conn.fetch(self._list, tenant_id, subtree_of)]
+        return [
+            Role(**r)
+            for r in await self._list.many(conn, tenant_id=tenant_id, subtree_root_id=subtree_of)
+        ]
 
     async def update_role(
         self,
@@ -68,7 +76,9 @@ class RolesRepository(Repository):
         description: str,
         scopes: list[str],
     ) -> None:
-        await conn.execute(self._update, role_id, name, description, scopes)
+        await self._update.exec(
+            conn, role_id=role_id, name=name, description=description, scopes=scopes
+        )
 
     async def delete_role(self, conn: asyncpg.Connection, role_id: UUID) -> None:
-        await conn.execute(self._delete, role_id)
+        await self._delete.exec(conn, role_id=role_id)

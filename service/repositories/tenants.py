@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -11,8 +11,6 @@ from uuid import UUID
 import asyncpg
 
 from service.db.repository import NamedSql, Repository
-
-NIL_STATUS_ALL = "all"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +88,14 @@ class RawJsonPage:
     next_cursor: UUID | None
 
 
+@dataclass(frozen=True, slots=True)
+class JsonRows:
+    """Consecutive rows PostgreSQL rendered: each one's JSON text and its id."""
+
+    documents: list[str]
+    ids: list[UUID]
+
+
 def root_of(ancestry_path: str) -> UUID:
     return UUID(ancestry_path[1:37])
 
@@ -123,7 +129,7 @@ class TenantsRepository(Repository):
     _children = NamedSql("list_children")
     _children_json = NamedSql("list_children_json")
     _ancestors_json = NamedSql("list_ancestors_json")
-    _descendants_json = NamedSql("list_descendants_json")
+    _descendants_json = NamedSql("stream_descendants_json")
     _has_active_children = NamedSql("has_active_children")
     _update_fields = NamedSql("update_tenant_fields")
     _archive = NamedSql("archive_tenant")
@@ -134,76 +140,81 @@ class TenantsRepository(Repository):
     _rewrite_paths = NamedSql("rewrite_subtree_paths")
 
     async def get_tenant(self, conn: asyncpg.Connection, tenant_id: UUID) -> Tenant | None:
-        row = await conn.fetchrow(self._get, tenant_id)
+        row = await self._get.one(conn, tenant_id=tenant_id)
         return None if row is None else _tenant(row)
 
     async def get_tenants_by_ids(
         self, conn: asyncpg.Connection, ids: Sequence[UUID]
     ) -> dict[UUID, Tenant]:
-        rows = await conn.fetch(self._get_many, list(ids))
+        rows = await self._get_many.many(conn, tenant_ids=list(ids))
         return {row["id"]: _tenant(row) for row in rows}
 
     async def get_tenant_by_slug(self, conn: asyncpg.Connection, slug: str) -> Tenant | None:
-        row = await conn.fetchrow(self._get_by_slug, slug)
+        row = await self._get_by_slug.one(conn, slug=slug)
         return None if row is None else _tenant(row)
 
     async def get_tenant_node(self, conn: asyncpg.Connection, tenant_id: UUID) -> TenantNode | None:
-        row = await conn.fetchrow(self._node, tenant_id)
+        row = await self._node.one(conn, tenant_id=tenant_id)
         return None if row is None else _node(row)
 
     async def get_tenant_nodes(
         self, conn: asyncpg.Connection, ids: Sequence[UUID]
     ) -> dict[UUID, TenantNode]:
-        rows = await conn.fetch(self._nodes, list(ids))
+        rows = await self._nodes.many(conn, tenant_ids=list(ids))
         return {row["id"]: _node(row) for row in rows}
 
     async def lock_tree_roots_shared(self, conn: asyncpg.Connection, roots: Sequence[UUID]) -> None:
         if roots:
-            await conn.fetch(self._lock_roots_shared, list(roots))
+            await self._lock_roots_shared.many(conn, root_ids=list(roots))
 
     async def lock_tree_roots_exclusive(
         self, conn: asyncpg.Connection, roots: Sequence[UUID]
     ) -> None:
         if roots:
-            await conn.fetch(self._lock_roots_exclusive, list(roots))
+            await self._lock_roots_exclusive.many(conn, root_ids=list(roots))
 
     async def lock_tenant_nodes_shared(
         self, conn: asyncpg.Connection, ids: Sequence[UUID]
     ) -> dict[UUID, TenantNode]:
-        rows = await conn.fetch(self._lock_nodes_shared, list(ids))
+        rows = await self._lock_nodes_shared.many(conn, tenant_ids=list(ids))
         return {row["id"]: _node(row) for row in rows}
 
     async def lock_tenant_node(
         self, conn: asyncpg.Connection, tenant_id: UUID
     ) -> TenantNode | None:
-        row = await conn.fetchrow(self._lock_node, tenant_id)
+        row = await self._lock_node.one(conn, tenant_id=tenant_id)
         return None if row is None else _node(row)
 
     async def find_existing_slugs(self, conn: asyncpg.Connection, slugs: Sequence[str]) -> set[str]:
-        rows = await conn.fetch(self._existing_slugs, list(slugs))
+        rows = await self._existing_slugs.many(conn, slugs=list(slugs))
         return {row["slug"] for row in rows}
 
     async def insert_tenants(self, conn: asyncpg.Connection, tenants: Sequence[NewTenant]) -> None:
-        await conn.execute(
-            self._insert,
-            [t.id for t in tenants],
-            [t.parent_id for t in tenants],
-            [t.name for t in tenants],
-            [t.slug for t in tenants],
-            [t.ancestry_path for t in tenants],
-            [t.depth for t in tenants],
-            [t.metadata for t in tenants],
-            [t.isolation_strategy for t in tenants],
-            [t.region for t in tenants],
+        await self._insert.exec(
+            conn,
+            tenant_ids=[t.id for t in tenants],
+            parent_ids=[t.parent_id for t in tenants],
+            names=[t.name for t in tenants],
+            slugs=[t.slug for t in tenants],
+            ancestry_paths=[t.ancestry_path for t in tenants],
+            depths=[t.depth for t in tenants],
+            metadata_values=[t.metadata for t in tenants],
+            isolation_strategies=[t.isolation_strategy for t in tenants],
+            regions=[t.region for t in tenants],
         )
-        await conn.execute(
-            self._insert_closure, [t.id for t in tenants], [t.parent_id for t in tenants]
+        await self._insert_closure.exec(
+            conn, tenant_ids=[t.id for t in tenants], parent_ids=[t.parent_id for t in tenants]
         )
 
     async def list_tenants(
         self, conn: asyncpg.Connection, *, cursor: UUID | None, status: str, limit: int
     ) -> list[Tenant]:
-        return [_tenant(r) for r in await conn.fetch(self._list, cursor, status, limit)]
+        return [
+            _tenant(r)
+            for r in await self._list.many(
+                conn, cursor_id=cursor, status_filter=status, page_size=limit
+            )
+        ]
 
     async def list_subtree_tenants(
         self,
@@ -214,13 +225,20 @@ class TenantsRepository(Repository):
         status: str,
         limit: int,
     ) -> list[Tenant]:
-        rows = await conn.fetch(self._list_subtree, root, cursor, status, limit)
+        rows = await self._list_subtree.many(
+            conn, root_id=root, cursor_id=cursor, status_filter=status, page_size=limit
+        )
         return [_tenant(r) for r in rows]
 
     async def list_root_tenants(
         self, conn: asyncpg.Connection, *, cursor: UUID | None, status: str, limit: int
     ) -> list[Tenant]:
-        return [_tenant(r) for r in await conn.fetch(self._list_roots, cursor, status, limit)]
+        return [
+            _tenant(r)
+            for r in await self._list_roots.many(
+                conn, cursor_id=cursor, status_filter=status, page_size=limit
+            )
+        ]
 
     async def search_tenants(
         self,
@@ -234,8 +252,15 @@ class TenantsRepository(Repository):
         status: str,
         limit: int,
     ) -> list[Tenant]:
-        rows = await conn.fetch(
-            self._search, text, subtree, parent_id, roots, cursor, status, limit
+        rows = await self._search.many(
+            conn,
+            search_text=text,
+            subtree_root_id=subtree,
+            parent_id=parent_id,
+            roots_only=roots,
+            cursor_id=cursor,
+            status_filter=status,
+            page_size=limit,
         )
         return [_tenant(r) for r in rows]
 
@@ -245,7 +270,9 @@ class TenantsRepository(Repository):
         """Direct children per tenant; every id is in the answer (0 when it has none)."""
         counts = dict.fromkeys(ids, 0)
         if ids:
-            for row in await conn.fetch(self._count_children, list(ids), include_archived):
+            for row in await self._count_children.many(
+                conn, parent_ids=list(ids), include_archived=include_archived
+            ):
                 counts[row["parent_id"]] = row["children"]
         return counts
 
@@ -258,7 +285,9 @@ class TenantsRepository(Repository):
         status: str = "active",
         limit: int | None = None,
     ) -> list[Tenant]:
-        rows = await conn.fetch(self._children, parent_id, cursor, status, limit)
+        rows = await self._children.many(
+            conn, parent_id=parent_id, cursor_id=cursor, status_filter=status, page_size=limit
+        )
         return [_tenant(r) for r in rows]
 
     async def list_children_json(
@@ -271,7 +300,9 @@ class TenantsRepository(Repository):
         limit: int | None,
     ) -> RawJsonPage:
         """list_children as one JSON array; next_cursor set when more children follow."""
-        row = await conn.fetchrow(self._children_json, parent_id, cursor, status, limit)
+        row = await self._children_json.one(
+            conn, parent_id=parent_id, cursor_id=cursor, status_filter=status, page_size=limit
+        )
         assert row is not None
         return RawJsonPage(RawJson(row["body"]), row["next_cursor"])
 
@@ -280,25 +311,41 @@ class TenantsRepository(Repository):
     ) -> RawJson:
         """Ancestors root first as one JSON array, only those inside visible_root's
         subtree when it is set (a tenant-scoped caller's own tenant)."""
-        return RawJson(await conn.fetchval(self._ancestors_json, tenant_id, visible_root))
+        return RawJson(
+            await self._ancestors_json.value(
+                conn, tenant_id=tenant_id, visible_root_id=visible_root
+            )
+        )
 
-    async def list_descendants_json(
+    async def stream_descendants_json(
         self,
         conn: asyncpg.Connection,
         ancestry_path: str,
         *,
+        after: str | None,
         max_depth: int | None,
         include_archived: bool,
-    ) -> RawJson:
-        """Descendants of the tenant at ancestry_path in pre-order as one JSON array,
-        down to absolute depth max_depth."""
-        text = await conn.fetchval(
-            self._descendants_json, ancestry_path, max_depth, include_archived
+        chunk_rows: int,
+    ) -> AsyncGenerator[JsonRows, None]:
+        """Descendants of the tenant at ancestry_path in pre-order, after the path
+        `after`, down to absolute depth max_depth, chunk_rows rows at a time through a
+        cursor (so in bounded memory whatever the subtree). Run inside a transaction."""
+        cursor = await self._descendants_json.cursor(
+            conn,
+            path=ancestry_path,
+            after=after,
+            max_depth=max_depth,
+            include_archived=include_archived,
         )
-        return RawJson(text)
+        while True:
+            rows = await cursor.fetch(chunk_rows)
+            if rows:
+                yield JsonRows([r["document"] for r in rows], [r["id"] for r in rows])
+            if len(rows) < chunk_rows:
+                return
 
     async def has_active_children(self, conn: asyncpg.Connection, tenant_id: UUID) -> bool:
-        return bool(await conn.fetchval(self._has_active_children, tenant_id))
+        return bool(await self._has_active_children.value(conn, tenant_id=tenant_id))
 
     async def update_tenant_fields(
         self,
@@ -309,17 +356,19 @@ class TenantsRepository(Repository):
         slug: str,
         metadata: dict[str, Any],
     ) -> None:
-        await conn.execute(self._update_fields, tenant_id, name, slug, metadata)
+        await self._update_fields.exec(
+            conn, tenant_id=tenant_id, name=name, slug=slug, metadata=metadata
+        )
 
     async def archive_tenant(self, conn: asyncpg.Connection, tenant_id: UUID) -> datetime:
-        deleted_at: datetime = await conn.fetchval(self._archive, tenant_id)
+        deleted_at: datetime = await self._archive.value(conn, tenant_id=tenant_id)
         return deleted_at
 
     async def restore_tenant(self, conn: asyncpg.Connection, tenant_id: UUID) -> None:
-        await conn.execute(self._restore, tenant_id)
+        await self._restore.exec(conn, tenant_id=tenant_id)
 
     async def subtree_height(self, conn: asyncpg.Connection, tenant_id: UUID) -> tuple[int, int]:
-        row = await conn.fetchrow(self._subtree_height, tenant_id)
+        row = await self._subtree_height.one(conn, tenant_id=tenant_id)
         assert row is not None
         return int(row["height"] or 0), int(row["size"])
 
@@ -333,9 +382,14 @@ class TenantsRepository(Repository):
         new_path: str,
         depth_delta: int,
     ) -> None:
-        await conn.execute(self._detach, tenant_id)
+        await self._detach.exec(conn, tenant_id=tenant_id)
         if new_parent_id is not None:
-            await conn.execute(self._attach, tenant_id, new_parent_id)
-        await conn.execute(
-            self._rewrite_paths, tenant_id, new_path, old_path, depth_delta, new_parent_id
+            await self._attach.exec(conn, tenant_id=tenant_id, new_parent_id=new_parent_id)
+        await self._rewrite_paths.exec(
+            conn,
+            tenant_id=tenant_id,
+            new_path=new_path,
+            old_path=old_path,
+            depth_delta=depth_delta,
+            new_parent_id=new_parent_id,
         )

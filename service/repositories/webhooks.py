@@ -69,47 +69,47 @@ class WebhooksRepository(Repository):
     _delete = NamedSql("delete_webhook")
 
     async def insert_webhook(self, conn: asyncpg.Connection, new: NewWebhook) -> Webhook:
-        row = await conn.fetchrow(
-            self._insert,
-            new.id,
-            new.tenant_id,
-            new.url,
-            new.events,
-            new.encrypted_secret,
-            new.description,
-            new.active,
-            new.include_descendants,
+        row = await self._insert.one(
+            conn,
+            webhook_id=new.id,
+            tenant_id=new.tenant_id,
+            url=new.url,
+            events=new.events,
+            encrypted_secret=new.encrypted_secret,
+            description=new.description,
+            active=new.active,
+            include_descendants=new.include_descendants,
         )
         created = _webhook(row)
         assert created is not None
         return created
 
     async def get_webhook(self, conn: asyncpg.Connection, webhook_id: UUID) -> Webhook | None:
-        return _webhook(await conn.fetchrow(self._get, webhook_id))
+        return _webhook(await self._get.one(conn, webhook_id=webhook_id))
 
     async def lock_webhook(self, conn: asyncpg.Connection, webhook_id: UUID) -> Webhook | None:
-        return _webhook(await conn.fetchrow(self._lock, webhook_id))
+        return _webhook(await self._lock.one(conn, webhook_id=webhook_id))
 
     async def list_webhooks(
         self, conn: asyncpg.Connection, *, scope: UUID | None, tenant_id: UUID | None
     ) -> list[Webhook]:
-        rows = await conn.fetch(self._list, scope, tenant_id)
+        rows = await self._list.many(conn, scope_tenant_id=scope, tenant_id=tenant_id)
         return [Webhook(**r) for r in rows]
 
     async def update_webhook(
         self, conn: asyncpg.Connection, webhook_id: UUID, write: WebhookWrite
     ) -> Webhook:
-        row = await conn.fetchrow(
-            self._update,
-            webhook_id,
-            write.url,
-            write.events,
-            write.description,
-            write.active,
-            write.include_descendants,
-            write.encrypted_secret,
-            write.previous_encrypted_secret,
-            write.previous_secret_expires_at,
+        row = await self._update.one(
+            conn,
+            webhook_id=webhook_id,
+            url=write.url,
+            events=write.events,
+            description=write.description,
+            active=write.active,
+            include_descendants=write.include_descendants,
+            encrypted_secret=write.encrypted_secret,
+            previous_encrypted_secret=write.previous_encrypted_secret,
+            previous_secret_expires_at=write.previous_secret_expires_at,
         )
         updated = _webhook(row)
         assert updated is not None
@@ -123,10 +123,15 @@ class WebhooksRepository(Repository):
         *,
         overlap_seconds: float,
     ) -> Webhook:
-        row = await conn.fetchrow(self._rotate, webhook_id, encrypted_secret, overlap_seconds)
+        row = await self._rotate.one(
+            conn,
+            webhook_id=webhook_id,
+            encrypted_secret=encrypted_secret,
+            overlap_seconds=overlap_seconds,
+        )
         rotated = _webhook(row)
         assert rotated is not None
         return rotated
 
     async def delete_webhook(self, conn: asyncpg.Connection, webhook_id: UUID) -> None:
-        await conn.execute(self._delete, webhook_id)
+        await self._delete.exec(conn, webhook_id=webhook_id)

@@ -1,4 +1,4 @@
-"""API-key and role request bodies and query strings (DESIGN.md section 5)."""
+"""API-key and role request bodies and query strings (docs/api.md, Authentication and scopes)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,21 @@ from uuid import UUID
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from service.schemas.common import Strict, check_text
+from service.durations import DURATION_PATTERN
+from service.schemas.common import NO_NUL, Strict, check_text
 
 Scope = Literal["read", "write", "admin"]
 Scopes = Annotated[list[Scope], msgspec.Meta(min_length=1, max_length=3)]
-KeyName = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
-RoleName = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
-Description = Annotated[str, msgspec.Meta(max_length=1000)]
+KeyName = Annotated[str, msgspec.Meta(min_length=1, max_length=255, extra_json_schema=NO_NUL)]
+RoleName = Annotated[str, msgspec.Meta(min_length=1, max_length=100, extra_json_schema=NO_NUL)]
+Description = Annotated[str, msgspec.Meta(max_length=1000, extra_json_schema=NO_NUL)]
 RateLimitMax = Annotated[int, msgspec.Meta(ge=1, le=100_000)]
-# Parsed by service.durations in the use case, which names the field in its error.
-WindowText = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+# Parsed by service.durations in the use case (its message names the problem); the
+# document's pattern is built from the same table and says exactly what it accepts.
+WindowText = Annotated[
+    str,
+    msgspec.Meta(min_length=1, max_length=64, extra_json_schema={"pattern": DURATION_PATTERN}),
+]
 GracePeriod = Annotated[int, msgspec.Meta(ge=0, le=604_800)]
 # An instant needs its offset: "2030-01-01T00:00:00" alone names no instant.
 Instant = Annotated[datetime, msgspec.Meta(tz=True)]
@@ -32,7 +37,8 @@ class ApiKeyCreate(Strict):
     name: KeyName
     tenant_id: UUID | None = None
     scopes: Scopes = msgspec.field(default_factory=_default_scopes)
-    environment: Literal["live", "test"] = "live"
+    # Unset: sk_live_ when SERVICE_ENV=production, sk_test_ otherwise.
+    environment: Literal["live", "test"] | None = None
     rate_limit_max: RateLimitMax | None = None
     rate_limit_window: WindowText | None = None
     expires_at: Instant | None = None

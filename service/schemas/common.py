@@ -17,6 +17,10 @@ MAX_JSON_DEPTH = 32
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
 
 ConfigKey = Annotated[str, msgspec.Meta(pattern=CONFIG_KEY_PATTERN, max_length=128)]
+# What check_text refuses, said in the document (check_text keeps its clearer message).
+NO_NUL = {"pattern": "^[^\\u0000]*$"}
+# Any JSON value but null (a config value: DELETE removes an entry, null never stores one).
+NonNull = Annotated[Any, msgspec.Meta(extra_json_schema={"not": {"type": "null"}})]
 
 
 class Strict(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

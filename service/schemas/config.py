@@ -5,17 +5,26 @@ from __future__ import annotations
 
 import re
 from typing import Annotated, Any, Literal
+from uuid import UUID
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
 from service.errors import validation_error
-from service.schemas.common import Strict, check_config_value
+from service.schemas.common import NonNull, Strict, check_config_value
 
 PermissionMode = Literal["INHERIT", "LOCKED", "LOCAL"]
 _KEY = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]{0,127}")
-# Base64 of 32 bytes is 44 characters; anything much longer is not a key.
-KeyText = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+# Base64 (standard alphabet, padded) of exactly 32 bytes, as decode_encryption_key
+# accepts it (and names the problem): 43 characters and one `=`, surrounding whitespace
+# ignored.
+ENCRYPTION_KEY_PATTERN = r"^\s*[A-Za-z0-9+/]{43}=\s*$"
+KeyText = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=1, max_length=256, extra_json_schema={"pattern": ENCRYPTION_KEY_PATTERN}
+    ),
+]
 
 
 def entry_key(raw: str) -> str:
@@ -26,11 +35,23 @@ def entry_key(raw: str) -> str:
 
 
 class ConfigPut(Strict):
-    value: Any
+    value: NonNull
     # Omitted on an existing entry: it keeps its lock and sensitivity (so a secret is
     # never turned into plain text by forgetting a flag). New entries: both false.
     locked: bool | UnsetType = UNSET
     sensitive: bool | UnsetType = UNSET
+    # Omitted on an existing entry: kept (new entries: false).
+    reveal_to_descendants: (
+        Annotated[
+            bool,
+            msgspec.Meta(
+                description="Share this sensitive value with admins of the tenants below: "
+                "their ?reveal=true contexts decrypt it. Default false (masked there, with "
+                "masked_reason). true needs the admin scope; omitted keeps the current value."
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
 
     def __post_init__(self) -> None:
         if self.value is None:
@@ -51,3 +72,41 @@ class RevealQuery(Strict):
 class RotateEncryptionKey(Strict):
     old_key: KeyText
     new_key: KeyText
+
+
+class ConfigPreviewBody(Strict):
+    """POST .../config/{key}/preview: the change to preview, as PUT or DELETE would make it."""
+
+    change: Literal["set", "delete"]
+    value: Any = None
+    locked: bool | UnsetType = UNSET
+    sensitive: bool | UnsetType = UNSET
+
+    def __post_init__(self) -> None:
+        if self.change == "set":
+            if self.value is None:
+                raise ValueError("value: required to preview a set")
+            check_config_value(self.value, "value")
+        elif self.value is not None or self.locked is not UNSET or self.sensitive is not UNSET:
+            raise ValueError("change: a delete takes no value, locked or sensitive")
+
+
+class PreviewQuery(Strict):
+    """A page of the changed tenants (cursor: the X-Next-Cursor of the page before)."""
+
+    limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 100
+    cursor: UUID | None = None
+
+
+class PermissionPreviewBody(Strict):
+    """POST .../permissions/{key}/preview: the change to preview, as PUT or DELETE would."""
+
+    change: Literal["set", "delete"]
+    value: bool | None = None
+    mode: PermissionMode | UnsetType = UNSET
+
+    def __post_init__(self) -> None:
+        if self.change == "set" and self.value is None:
+            raise ValueError("value: required to preview a set")
+        if self.change == "delete" and (self.value is not None or self.mode is not UNSET):
+            raise ValueError("change: a delete takes no value or mode")

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import msgspec
 
-from service.schemas.common import Strict, check_text
+from service.schemas.common import NO_NUL, Strict, check_text
 
 
 class ExportQuery(Strict):
@@ -15,7 +15,7 @@ class ExportQuery(Strict):
 
 class PurgeBody(Strict):
     # The tenant's slug, typed again: a purge cannot be undone.
-    confirm: Annotated[str, msgspec.Meta(max_length=255)]
+    confirm: Annotated[str, msgspec.Meta(max_length=255, extra_json_schema=NO_NUL)]
     cascade: bool = False
 
     def __post_init__(self) -> None:
@@ -23,7 +23,8 @@ class PurgeBody(Strict):
 
 
 class MigrateRegionBody(Strict):
-    region: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+    # One of SERVICE_REGIONS: a deployment setting, so not an enum of the document.
+    region: Annotated[str, msgspec.Meta(min_length=1, max_length=64, extra_json_schema=NO_NUL)]
     include_descendants: bool = True
 
     def __post_init__(self) -> None:

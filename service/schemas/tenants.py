@@ -9,7 +9,9 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from service.schemas.common import (
+    NO_NUL,
     ConfigKey,
+    NonNull,
     Strict,
     check_anchored,
     check_config_map,
@@ -18,7 +20,7 @@ from service.schemas.common import (
 )
 
 SLUG_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
-TenantName = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
+TenantName = Annotated[str, msgspec.Meta(min_length=1, max_length=255, extra_json_schema=NO_NUL)]
 Slug = Annotated[str, msgspec.Meta(pattern=SLUG_PATTERN, max_length=63)]
 IsolationStrategy = Literal["SHARED_RLS", "SCHEMA_PER_TENANT", "DB_PER_TENANT"]
 StatusFilter = Literal["active", "archived", "all"]
@@ -30,7 +32,7 @@ class TenantCreate(Strict):
     slug: Slug
     parent_id: UUID | None = None
     isolation_strategy: IsolationStrategy | None = None
-    config: dict[ConfigKey, Any] | None = None
+    config: dict[ConfigKey, NonNull] | None = None
     metadata: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
@@ -43,9 +45,23 @@ class TenantCreate(Strict):
             check_json(self.metadata, "metadata")
 
 
+BatchItem = Annotated[
+    msgspec.Raw, msgspec.Meta(extra_json_schema={"$ref": "#/components/schemas/TenantCreate"})
+]
+
+
 class TenantBatchCreate(Strict):
-    # Items stay raw so each is validated on its own and every bad one is reported.
-    tenants: Annotated[list[msgspec.Raw], msgspec.Meta(min_length=1, max_length=MAX_BATCH)]
+    # Items stay raw so each is validated on its own and every bad one is reported; the
+    # document still says what each must be (POST /api/v1/tenants puts TenantCreate there).
+    tenants: Annotated[
+        list[BatchItem],
+        msgspec.Meta(
+            min_length=1,
+            max_length=MAX_BATCH,
+            description="Each item counts as one request against the caller's rate limit "
+            "(429 when the bucket lacks them; 400 when they exceed the caller's whole limit).",
+        ),
+    ]
 
 
 class TenantPatch(Strict):
@@ -70,7 +86,7 @@ class TenantMove(Strict):
     new_parent_id: UUID | None
 
 
-SearchText = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
+SearchText = Annotated[str, msgspec.Meta(min_length=1, max_length=255, extra_json_schema=NO_NUL)]
 
 
 class ListTenantsQuery(Strict):
@@ -106,3 +122,6 @@ class ChildrenQuery(Strict):
 class DescendantsQuery(Strict):
     include_archived: bool = False
     max_depth: Annotated[int, msgspec.Meta(ge=1, le=1000)] | None = None
+    # Paging: without limit the whole list is streamed (one plain array).
+    cursor: UUID | None = None
+    limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] | None = None

@@ -1,1 +1,1 @@
-"""Webhooks: URL safety, signing, the HTTP sender and the delivery workers."""
+"""Webhook transport: URL safety, signing, the event envelope and the HTTP sender."""

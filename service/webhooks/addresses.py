@@ -1,9 +1,12 @@
 """Which IP addresses a webhook may reach: an explicit list, never ipaddress.is_global.
 
 `ipaddress.is_private` / `is_global` changed between Python versions, so the blocked
-networks are listed here. IPv4 embedded in IPv6 (mapped, compatible, 6to4, Teredo,
-NAT64) is unwrapped and judged as IPv4 too, so `::ffff:127.0.0.1` or `2002:a9fe:a9fe::`
-cannot smuggle a blocked address past the check.
+networks are listed here. IPv4 embedded in IPv6 (mapped, translated, compatible, 6to4,
+Teredo, NAT64) is unwrapped and judged as IPv4 too, so `::ffff:127.0.0.1`,
+`::ffff:0:7f00:1` or `2002:a9fe:a9fe::` cannot smuggle a blocked address past the check.
+
+A reason names the kind of address, never the address: for a host name the answer is
+what its DNS says, and a refusal must not tell the caller what internal names resolve to.
 """
 
 from __future__ import annotations
@@ -59,12 +62,14 @@ _BLOCKED: tuple[tuple[IPNetwork, str], ...] = tuple(
     (ipaddress.ip_network(net), reason) for net, reason in (*_V4_BLOCKED, *_V6_BLOCKED)
 )
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")  # RFC 8215: the IPv4 is the last 32 bits
+_TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")  # RFC 2765 IPv4-translated
 _IETF_V6 = ipaddress.IPv6Network("2001::/23")  # special purpose; Teredo is judged apart
 _TEREDO = ipaddress.IPv6Network("2001::/32")
 
 
 def embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
-    """IPv4 addresses an IPv6 address carries (mapped, 6to4, Teredo, NAT64)."""
+    """IPv4 addresses an IPv6 address carries (mapped, translated, 6to4, Teredo, NAT64)."""
     found: list[ipaddress.IPv4Address] = []
     if address.ipv4_mapped is not None:
         found.append(address.ipv4_mapped)
@@ -72,7 +77,7 @@ def embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]
         found.append(address.sixtofour)
     if address.teredo is not None:
         found.extend(address.teredo)
-    if address in _NAT64:
+    if address in _NAT64 or address in _NAT64_LOCAL or address in _TRANSLATED:
         found.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
     return found
 
@@ -92,24 +97,22 @@ def blocked_reason(address: IPAddress, allowed: Sequence[IPNetwork] = ()) -> str
     address = _strip_scope(address)
     if isinstance(address, ipaddress.IPv6Address):
         for inner in embedded_ipv4(address):
-            if inner in METADATA_ADDRESSES:
-                return f"{address} embeds the cloud metadata address {inner}"
             reason = blocked_reason(inner, allowed)
             if reason is not None:
-                return f"{address} embeds {inner}: {reason}"
+                return f"an IPv6 form that embeds {reason}"
     if address in METADATA_ADDRESSES:
-        return f"{address} is a cloud metadata address"
+        return "a cloud metadata address"
     if any(address in net for net in allowed if net.version == address.version):
         return None
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         return None  # judged above through the IPv4 address it maps to
     for net, reason in _BLOCKED:
         if net.version == address.version and address in net:
-            return f"{address} is a {reason} address"
+            return f"a {reason} address"
     if (
         isinstance(address, ipaddress.IPv6Address)
         and address in _IETF_V6
         and address not in _TEREDO
     ):
-        return f"{address} is an IETF special-purpose address"
+        return "an IETF special-purpose address"
     return None

@@ -1,4 +1,4 @@
-"""What a delivery sends: the body of DESIGN.md section 6 and its signed headers.
+"""What a delivery sends: the body of docs/api.md, Webhooks and its signed headers.
 
 Secrets are decrypted here, per attempt, with the process's current encryptor (an
 encryption-key rotation may have re-encrypted them since the delivery was queued), and
@@ -61,9 +61,20 @@ def open_secrets(
     return current.decode(), previous
 
 
-def event_body(event_type: str, created_at: datetime, data: dict[str, Any]) -> bytes:
-    """`{event, timestamp, data}`: the same bytes on every attempt of a delivery."""
-    return orjson.dumps({"event": event_type, "timestamp": iso(created_at), "data": data})
+def event_body(
+    event_id: UUID, event_type: str, created_at: datetime, data: dict[str, Any]
+) -> bytes:
+    """`{event_id, event, timestamp, data}`: the same bytes on every attempt of a delivery.
+    `event_id` names the event (the same in every webhook's delivery of it, so receivers
+    can drop repeats); the `webhook-id` header names the delivery."""
+    return orjson.dumps(
+        {
+            "event_id": str(event_id),
+            "event": event_type,
+            "timestamp": iso(created_at),
+            "data": data,
+        }
+    )
 
 
 def signed_request(

@@ -17,7 +17,7 @@ from typing import Any
 
 import aiohttp
 
-from service.config import Settings
+from service.settings import Settings
 from service.webhooks.urlguard import DnsLookup, SystemDns, UnsafeUrl, UrlGuard
 
 MAX_RESPONSE_BYTES = 64 * 1024
@@ -45,10 +45,6 @@ class AttemptResult:
     # unsafe (the URL guard refused the target; nothing was sent), timeout, dns,
     # connection or client.
     kind: str = "ok"
-
-    @property
-    def unsafe(self) -> bool:
-        return self.kind == "unsafe"
 
 
 def _short(text: str) -> str:

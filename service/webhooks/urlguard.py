@@ -1,4 +1,4 @@
-"""Server-side request forgery protection for webhook URLs (DESIGN.md section 6).
+"""Server-side request forgery protection for webhook URLs (docs/api.md, Webhooks).
 
 Every check runs at create, update, test and every delivery:
 - the URL itself: https only (http with WEBHOOK_ALLOW_HTTP), no user:password@, a real
@@ -118,7 +118,7 @@ def parse_target(raw: str, *, allow_http: bool, allowed: Sequence[IPNetwork]) ->
     if address is not None:
         reason = blocked_reason(address, allowed)
         if reason is not None:
-            raise UnsafeUrl(f"the URL's address is not allowed: {reason}")
+            raise UnsafeUrl(f"the URL's address is not allowed: it is {reason}")
         return Target(url, host, address)
     name = host[:-1] if host.endswith(".") else host
     _check_name(name)
@@ -168,7 +168,10 @@ def judge_answers(
     for address in addresses:
         reason = blocked_reason(address, allowed)
         if reason is not None:
-            raise UnsafeUrl(f"the host {host!r} resolves to a blocked address: {reason}")
+            # The kind of address only: the answer itself would map internal names.
+            raise UnsafeUrl(
+                f"the host {host!r} resolves to an address webhooks may not reach ({reason})"
+            )
     return list(addresses)
 
 

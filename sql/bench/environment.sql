@@ -1,21 +1,22 @@
 -- Benchmark databases (bench/environment.py). Not loaded by the service.
 
--- name: database_ddl
--- Drop and create statements for database $1, its name quoted as an identifier.
-SELECT format('DROP DATABASE IF EXISTS %I WITH (FORCE)', $1::text) AS drop_ddl,
-       format('CREATE DATABASE %I', $1::text) AS create_ddl;
+-- name: database_ddl :one
+-- Drop and create statements for database database_name, its name quoted as an identifier.
+SELECT format('DROP DATABASE IF EXISTS %I WITH (FORCE)', :'database_name'::text)
+           AS drop_ddl,
+       format('CREATE DATABASE %I', :'database_name'::text) AS create_ddl;
 
--- name: server_version
+-- name: server_version :value
 -- The server's version line, for the machine description.
 SELECT version();
 
--- name: shared_buffers_mb
+-- name: shared_buffers_mb :value
 -- The server's shared_buffers in megabytes.
 SELECT setting::bigint * current_setting('block_size')::bigint / 1048576
 FROM pg_settings
 WHERE name = 'shared_buffers';
 
--- name: shared_buffers_ddl
--- The ALTER SYSTEM statement sizing shared_buffers to $1 at the next start (ALTER SYSTEM
--- takes no parameters, so the value is quoted by format()).
-SELECT format('ALTER SYSTEM SET shared_buffers = %L', $1::text);
+-- name: shared_buffers_ddl :value
+-- The ALTER SYSTEM statement sizing shared_buffers (such as '512MB') at the next start
+-- (ALTER SYSTEM takes no parameters, so the value is quoted by format()).
+SELECT format('ALTER SYSTEM SET shared_buffers = %L', :'shared_buffers'::text);

@@ -1,19 +1,22 @@
 -- The transactional outbox and the audit log: written in the transaction of the change.
 -- Each event fans out to its webhook deliveries in the statement that stores it.
 
--- name: insert_events
+-- name: insert_events :value
 -- Append events from parallel arrays (id, type, tenant, payload) and, in the same
--- statement, one pending delivery (due now, $5 attempts allowed) per matching active
+-- statement, one pending delivery (due now, max_attempts allowed) per matching active
 -- webhook; wakes the delivery workers when the transaction commits. Returns how many
 -- deliveries were queued.
 WITH new_events AS (
+    -- the events, stored
     INSERT INTO events (id, type, tenant_id, payload)
     SELECT e.id, e.type, e.tenant_id, e.payload
-    FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::jsonb[])
+    FROM unnest(:'event_ids'::uuid[], :'event_types'::text[], :'tenant_ids'::uuid[],
+                :'payloads'::jsonb[])
          AS e(id, type, tenant_id, payload)
     RETURNING id, type, tenant_id, payload
 ),
 targets AS (
+    -- every (event, webhook) pair to deliver, once each
     -- global webhooks see every tenant's events
     SELECT e.id AS event_id, e.type, w.id AS webhook_id
     FROM new_events e
@@ -34,7 +37,8 @@ targets AS (
     -- a moved subtree also leaves its former ancestors: tell theirs too
     SELECT e.id, e.type, w.id
     FROM new_events e
-    CROSS JOIN LATERAL unnest(string_to_array(ltrim(e.payload ->> 'old_ancestry_path', '/'), '/'))
+    CROSS JOIN LATERAL
+         unnest(string_to_array(ltrim(e.payload ->> 'old_ancestry_path', '/'), '/'))
          AS old(ancestor_text)
     JOIN webhooks w ON w.tenant_id::text = old.ancestor_text AND w.include_descendants
                    AND w.active AND e.type = ANY (w.events)
@@ -42,6 +46,7 @@ targets AS (
       AND old.ancestor_text <> e.tenant_id::text
 ),
 new_deliveries AS (
+    -- one pending delivery per pair, due now
     INSERT INTO webhook_deliveries (id, webhook_id, event_id, event_type, status,
                                     max_attempts, next_attempt_at)
     -- a UUIDv7: 48 bits of Unix milliseconds, version 7, random bits (RFC 9562)
@@ -49,7 +54,7 @@ new_deliveries AS (
                   placing substring(int8send(floor(extract(epoch FROM clock_timestamp())
                                                    * 1000)::bigint) FROM 3)
                   FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid,
-           t.webhook_id, t.event_id, t.type, 'pending', $5, now()
+           t.webhook_id, t.event_id, t.type, 'pending', :'max_attempts'::integer, now()
     FROM targets t
     ORDER BY t.event_id, t.webhook_id
     RETURNING id
@@ -62,13 +67,15 @@ notified AS (
 SELECT (SELECT count(*) FROM new_deliveries) AS deliveries,
        (SELECT count(*) FROM notified) AS woken;
 
--- name: insert_audit_logs
+-- name: insert_audit_logs :exec
 -- Record audit entries from parallel arrays (one per changed resource).
 INSERT INTO audit_logs (id, tenant_id, actor_id, actor_type, action, resource_type,
                         resource_id, changes, request_id, ip_address)
 SELECT a.id, a.tenant_id, a.actor_id, a.actor_type, a.action, a.resource_type,
        a.resource_id, a.changes, a.request_id, a.ip_address
-FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[],
-            $7::text[], $8::jsonb[], $9::text[], $10::text[])
+FROM unnest(:'entry_ids'::uuid[], :'tenant_ids'::uuid[], :'actor_ids'::text[],
+            :'actor_types'::text[], :'actions'::text[], :'resource_types'::text[],
+            :'resource_ids'::text[], :'changes'::jsonb[], :'request_ids'::text[],
+            :'ip_addresses'::text[])
      AS a(id, tenant_id, actor_id, actor_type, action, resource_type, resource_id, changes,
           request_id, ip_address);

@@ -2,52 +2,53 @@
 -- mode: INHERIT (tenant and descendants, overridable below), LOCKED (whole subtree, not
 -- overridable), LOCAL (the tenant only).
 
--- name: list_permission_policies
+-- name: list_permission_policies :many
 -- A tenant's own policies in key order.
 SELECT tenant_id, key, value, mode, created_at, updated_at
 FROM permission_policies
-WHERE tenant_id = $1
+WHERE tenant_id = :'tenant_id'
 ORDER BY key;
 
--- name: get_permission_policy
+-- name: get_permission_policy :one
 -- One of a tenant's own policies.
 SELECT tenant_id, key, value, mode, created_at, updated_at
 FROM permission_policies
-WHERE tenant_id = $1
-  AND key = $2;
+WHERE tenant_id = :'tenant_id'
+  AND key = :'key';
 
--- name: find_locked_permission_keys
--- Which of keys $2 a LOCKED policy holds at tenant $1 or any ancestor, with the highest one.
+-- name: find_locked_permission_keys :many
+-- Which of the keys a LOCKED policy holds at tenant_id or any ancestor, with the highest
+-- one.
 SELECT DISTINCT ON (pp.key) pp.key, pp.tenant_id
 FROM tenant_closure c
 JOIN permission_policies pp ON pp.tenant_id = c.ancestor_id AND pp.mode = 'LOCKED'
-WHERE c.descendant_id = $1
-  AND pp.key = ANY($2::text[])
+WHERE c.descendant_id = :'tenant_id'
+  AND pp.key = ANY(:'keys'::text[])
 ORDER BY pp.key, c.depth DESC;
 
--- name: upsert_permission_policy
+-- name: upsert_permission_policy :one
 -- Create or replace one policy.
 INSERT INTO permission_policies (tenant_id, key, value, mode)
-VALUES ($1, $2, $3, $4)
+VALUES (:'tenant_id', :'key', :'value', :'mode')
 ON CONFLICT (tenant_id, key) DO UPDATE
 SET value = excluded.value,
     mode = excluded.mode,
     updated_at = now()
 RETURNING tenant_id, key, value, mode, created_at, updated_at;
 
--- name: delete_permission_policy
+-- name: delete_permission_policy :one
 -- Remove one policy; returns it (no row: there was none).
 DELETE FROM permission_policies
-WHERE tenant_id = $1
-  AND key = $2
+WHERE tenant_id = :'tenant_id'
+  AND key = :'key'
 RETURNING tenant_id, key, value, mode, created_at, updated_at;
 
--- name: lock_permission_keys
+-- name: lock_permission_keys :value
 -- Serialize writes of the same keys in the same tree until the transaction ends (see
--- lock_config_keys). Arrays $1 (tree root ids) and $2 (keys).
+-- lock_config_keys). Parallel arrays root_ids (tree roots) and keys.
 SELECT count(pg_advisory_xact_lock(hashtext('permission_policies'), k.lock_key)) AS locked
 FROM (
     SELECT DISTINCT hashtext(r.root_id::text || '/' || r.key) AS lock_key
-    FROM unnest($1::uuid[], $2::text[]) AS r(root_id, key)
+    FROM unnest(:'root_ids'::uuid[], :'keys'::text[]) AS r(root_id, key)
     ORDER BY 1
 ) AS k;

@@ -1,51 +1,51 @@
 -- Roles: named bundles of scopes, global (tenant_id null) or owned by a tenant. Reads
 -- join the owning tenant's ancestry path for subtree checks.
 
--- name: insert_role
+-- name: insert_role :exec
 -- Store a new role.
 INSERT INTO roles (id, tenant_id, name, description, scopes)
-VALUES ($1, $2, $3, $4, $5);
+VALUES (:'role_id', :'tenant_id', :'name', :'description', :'scopes');
 
--- name: get_role
+-- name: get_role :one
 -- One role with its tenant's ancestry path.
 SELECT r.id, r.tenant_id, r.name, r.description, r.scopes, r.created_at, r.updated_at,
        t.ancestry_path AS tenant_path
 FROM roles r
 LEFT JOIN tenants t ON t.id = r.tenant_id
-WHERE r.id = $1;
+WHERE r.id = :'role_id';
 
--- name: lock_role
+-- name: lock_role :one
 -- One role locked for a change (or a deletion), with its tenant's ancestry path.
 SELECT r.id, r.tenant_id, r.name, r.description, r.scopes, r.created_at, r.updated_at,
        t.ancestry_path AS tenant_path
 FROM roles r
 LEFT JOIN tenants t ON t.id = r.tenant_id
-WHERE r.id = $1
+WHERE r.id = :'role_id'
 FOR UPDATE OF r;
 
--- name: list_roles
--- Roles in id order: $1 only this tenant's roles (or any), $2 only roles inside this
--- tenant's subtree (or any; global roles lie outside every subtree).
+-- name: list_roles :many
+-- Roles in id order: only tenant_id's own roles (NULL: any), only roles inside
+-- subtree_root_id's subtree (NULL: any; global roles lie outside every subtree).
 SELECT r.id, r.tenant_id, r.name, r.description, r.scopes, r.created_at, r.updated_at,
        t.ancestry_path AS tenant_path
 FROM roles r
 LEFT JOIN tenants t ON t.id = r.tenant_id
-WHERE ($1::uuid IS NULL OR r.tenant_id = $1)
-  AND ($2::uuid IS NULL OR EXISTS (
+WHERE (:'tenant_id'::uuid IS NULL OR r.tenant_id = :'tenant_id')
+  AND (:'subtree_root_id'::uuid IS NULL OR EXISTS (
         SELECT 1 FROM tenant_closure c
-        WHERE c.ancestor_id = $2 AND c.descendant_id = r.tenant_id))
+        WHERE c.ancestor_id = :'subtree_root_id' AND c.descendant_id = r.tenant_id))
 ORDER BY r.id;
 
--- name: update_role
+-- name: update_role :exec
 -- Replace a role's name, description and scopes (PATCH has merged them already).
 UPDATE roles
-SET name = $2,
-    description = $3,
-    scopes = $4,
+SET name = :'name',
+    description = :'description',
+    scopes = :'scopes',
     updated_at = now()
-WHERE id = $1;
+WHERE id = :'role_id';
 
--- name: delete_role
+-- name: delete_role :exec
 -- Delete a role; keys holding it fall back to their own scopes (ON DELETE SET NULL).
 DELETE FROM roles
-WHERE id = $1;
+WHERE id = :'role_id';

@@ -2,276 +2,310 @@
 -- own config); tree queries join tenant_closure; ordering uses ancestry_path ("C"
 -- collation, so path order is depth-first pre-order).
 --
--- Locking protocol (DESIGN.md section 3): a move locks the roots of the trees it touches
+-- Locking protocol: a move locks the roots of the trees it touches
 -- FOR UPDATE in id order; creates, archives and restores lock the same roots FOR SHARE
 -- first. Paths are therefore never rewritten under a concurrent create or archive.
 
--- name: get_tenant
+-- name: get_tenant :one
 -- One tenant with its own config.
-SELECT td.*
+SELECT td.id, td.parent_id, td.name, td.slug, td.ancestry_path, td.depth, td.metadata,
+       td.isolation_strategy, td.region, td.status, td.deleted_at, td.created_at,
+       td.updated_at, td.config
 FROM tenant_details td
-WHERE td.id = $1;
+WHERE td.id = :'tenant_id';
 
--- name: get_tenants_by_ids
+-- name: get_tenants_by_ids :many
 -- Several tenants by id (any order; the caller orders them).
-SELECT td.*
+SELECT td.id, td.parent_id, td.name, td.slug, td.ancestry_path, td.depth, td.metadata,
+       td.isolation_strategy, td.region, td.status, td.deleted_at, td.created_at,
+       td.updated_at, td.config
 FROM tenant_details td
-WHERE td.id = ANY($1::uuid[]);
+WHERE td.id = ANY(:'tenant_ids'::uuid[]);
 
--- name: get_tenant_by_slug
+-- name: get_tenant_by_slug :one
 -- One tenant by its slug.
-SELECT td.*
+SELECT td.id, td.parent_id, td.name, td.slug, td.ancestry_path, td.depth, td.metadata,
+       td.isolation_strategy, td.region, td.status, td.deleted_at, td.created_at,
+       td.updated_at, td.config
 FROM tenant_details td
-WHERE td.slug = $1;
+WHERE td.slug = :'slug';
 
--- name: get_tenant_node
+-- name: get_tenant_node :one
 -- The tree position of one tenant, without locks.
 SELECT id, parent_id, ancestry_path, depth, status, isolation_strategy, region
 FROM tenants
-WHERE id = $1;
+WHERE id = :'tenant_id';
 
--- name: get_tenant_nodes
+-- name: get_tenant_nodes :many
 -- Tree positions of several tenants, without locks (to learn which roots to lock).
 SELECT id, parent_id, ancestry_path, depth, status, isolation_strategy, region
 FROM tenants
-WHERE id = ANY($1::uuid[]);
+WHERE id = ANY(:'tenant_ids'::uuid[]);
 
--- name: lock_tree_roots_shared
+-- name: lock_tree_roots_shared :many
 -- Shared lock on tree roots in id order: a concurrent move of these trees waits.
 SELECT id
 FROM tenants
-WHERE id = ANY($1::uuid[])
+WHERE id = ANY(:'root_ids'::uuid[])
 ORDER BY id
 FOR SHARE;
 
--- name: lock_tree_roots_exclusive
+-- name: lock_tree_roots_exclusive :many
 -- Exclusive lock on tree roots in id order, taken by moves.
 SELECT id
 FROM tenants
-WHERE id = ANY($1::uuid[])
+WHERE id = ANY(:'root_ids'::uuid[])
 ORDER BY id
 FOR UPDATE;
 
--- name: lock_tenant_nodes_shared
+-- name: lock_tenant_nodes_shared :many
 -- Shared lock on tenants (parents of new children) in id order; returns their positions.
 SELECT id, parent_id, ancestry_path, depth, status, isolation_strategy, region
 FROM tenants
-WHERE id = ANY($1::uuid[])
+WHERE id = ANY(:'tenant_ids'::uuid[])
 ORDER BY id
 FOR SHARE;
 
--- name: lock_tenant_node
+-- name: lock_tenant_node :one
 -- Lock one tenant for update; returns its position.
 SELECT id, parent_id, ancestry_path, depth, status, isolation_strategy, region
 FROM tenants
-WHERE id = $1
+WHERE id = :'tenant_id'
 FOR UPDATE;
 
--- name: find_existing_slugs
+-- name: find_existing_slugs :many
 -- Which of these slugs are taken (archived tenants keep theirs until purged).
 SELECT slug
 FROM tenants
-WHERE slug = ANY($1::text[]);
+WHERE slug = ANY(:'slugs'::text[]);
 
--- name: insert_tenants
+-- name: insert_tenants :exec
 -- Insert tenants from parallel arrays, one row per array index.
 INSERT INTO tenants (id, parent_id, name, slug, ancestry_path, depth, metadata,
                      isolation_strategy, region)
 SELECT n.id, n.parent_id, n.name, n.slug, n.ancestry_path, n.depth, n.metadata,
        n.isolation_strategy, n.region
-FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::integer[],
-            $7::jsonb[], $8::text[], $9::text[])
-     AS n(id, parent_id, name, slug, ancestry_path, depth, metadata, isolation_strategy, region);
+FROM unnest(:'tenant_ids'::uuid[], :'parent_ids'::uuid[], :'names'::text[],
+            :'slugs'::text[], :'ancestry_paths'::text[], :'depths'::integer[],
+            :'metadata_values'::jsonb[],
+            :'isolation_strategies'::text[], :'regions'::text[])
+     AS n(id, parent_id, name, slug, ancestry_path, depth, metadata, isolation_strategy,
+          region);
 
--- name: insert_closure_for_new_tenants
--- Closure rows for new tenants ($1 ids, $2 their parents; parents already linked).
+-- name: insert_closure_for_new_tenants :exec
+-- Closure rows for new tenants (parallel arrays tenant_ids and parent_ids; the parents
+-- are already linked).
 INSERT INTO tenant_closure (ancestor_id, descendant_id, depth)
 -- each new tenant is its own ancestor at distance 0
 SELECT n.id, n.id, 0
-FROM unnest($1::uuid[]) AS n(id)
+FROM unnest(:'tenant_ids'::uuid[]) AS n(id)
 UNION ALL
 -- every ancestor of the parent (the parent included) is one level further from the child
 SELECT c.ancestor_id, n.id, c.depth + 1
-FROM unnest($1::uuid[], $2::uuid[]) AS n(id, parent_id)
+FROM unnest(:'tenant_ids'::uuid[], :'parent_ids'::uuid[]) AS n(id, parent_id)
 JOIN tenant_closure c ON c.descendant_id = n.parent_id;
 
--- name: list_tenants
--- One page of all tenants in id order after the cursor; $2 is active, archived or all.
-SELECT td.*
+-- name: list_tenants :many
+-- One page of all tenants in id order after cursor_id (NULL: from the start);
+-- status_filter is active, archived or all.
+SELECT td.id, td.parent_id, td.name, td.slug, td.ancestry_path, td.depth, td.metadata,
+       td.isolation_strategy, td.region, td.status, td.deleted_at, td.created_at,
+       td.updated_at, td.config
 FROM tenant_details td
-WHERE td.id > coalesce($1::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
-  AND ($2::text = 'all' OR td.status = $2::text)
+WHERE td.id > coalesce(:'cursor_id'::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
+  AND (:'status_filter'::text = 'all' OR td.status = :'status_filter'::text)
 ORDER BY td.id
-LIMIT $3;
+LIMIT :'page_size'::integer;
 
--- name: list_subtree_tenants
--- One page of a subtree ($1 and its descendants) in id order, driven by the closure key.
-SELECT td.*
+-- name: list_subtree_tenants :many
+-- One page of a subtree (root_id and its descendants) in id order after cursor_id,
+-- driven by the closure key.
+SELECT td.id, td.parent_id, td.name, td.slug, td.ancestry_path, td.depth, td.metadata,
+       td.isolation_strategy, td.region, td.status, td.deleted_at, td.created_at,
+       td.updated_at, td.config
 FROM tenant_closure c
 JOIN tenant_details td ON td.id = c.descendant_id
-WHERE c.ancestor_id = $1
-  AND c.descendant_id > coalesce($2::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
-  AND ($3::text = 'all' OR td.status = $3::text)
+WHERE c.ancestor_id = :'root_id'
+  AND c.descendant_id > coalesce(:'cursor_id'::uuid,
+                                 '00000000-0000-0000-0000-000000000000'::uuid)
+  AND (:'status_filter'::text = 'all' OR td.status = :'status_filter'::text)
 ORDER BY c.descendant_id
-LIMIT $4;
+LIMIT :'page_size'::integer;
 
--- name: list_children
--- Direct children of a tenant in id order after the cursor ($4 NULL: no limit).
-SELECT td.*
+-- name: list_children :many
+-- Direct children of parent_id in id order after cursor_id (page_size NULL: no limit).
+SELECT td.id, td.parent_id, td.name, td.slug, td.ancestry_path, td.depth, td.metadata,
+       td.isolation_strategy, td.region, td.status, td.deleted_at, td.created_at,
+       td.updated_at, td.config
 FROM tenant_details td
-WHERE td.parent_id = $1
-  AND td.id > coalesce($2::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
-  AND ($3::text = 'all' OR td.status = $3::text)
+WHERE td.parent_id = :'parent_id'
+  AND td.id > coalesce(:'cursor_id'::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
+  AND (:'status_filter'::text = 'all' OR td.status = :'status_filter'::text)
 ORDER BY td.id
-LIMIT $4;
+LIMIT :'page_size'::integer;
 
--- name: list_children_json
+-- name: list_children_json :one
 -- Direct children of a tenant in id order after the cursor, as list_children, rendered
--- as one JSON array text (rows of tenant_documents) of at most $4 tenants ($4 NULL:
+-- as one JSON array text (rows of tenant_documents) of at most page_size tenants (NULL:
 -- all), plus next_cursor: the last listed id when another child follows, else NULL.
 WITH fetched AS (
     -- the page and one child more, which only tells whether another page follows
     SELECT d
     FROM tenant_documents d
-    WHERE d.parent_id = $1
-      AND d.id > coalesce($2::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
-      AND ($3::text = 'all' OR d.status = $3::text)
+    WHERE d.parent_id = :'parent_id'
+      AND d.id > coalesce(:'cursor_id'::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
+      AND (:'status_filter'::text = 'all' OR d.status = :'status_filter'::text)
     ORDER BY d.id
-    LIMIT $4::integer + 1
+    LIMIT :'page_size'::integer + 1
 ),
 page AS (
-    -- the page itself: the first $4 of them
+    -- the page itself: the first page_size of them
     SELECT f.d
     FROM fetched f
     ORDER BY (f.d).id
-    LIMIT $4::integer
+    LIMIT :'page_size'::integer
 )
 SELECT coalesce((SELECT json_agg(p.d ORDER BY (p.d).id) FROM page p), '[]')::text AS body,
-       CASE WHEN (SELECT count(*) FROM fetched) > $4::integer
+       CASE WHEN (SELECT count(*) FROM fetched) > :'page_size'::integer
             THEN (SELECT (p.d).id FROM page p ORDER BY (p.d).id DESC LIMIT 1)
        END AS next_cursor;
 
--- name: list_ancestors_json
+-- name: list_ancestors_json :value
 -- Ancestors of a tenant, root first, ending at its parent, as one JSON array text (rows
--- of tenant_documents). A tenant-scoped caller $2 (NULL: a global caller, who sees all)
--- gets only those inside its own subtree: paths holding the segment '/<$2>', the test of
--- Principal.can_see_path (segments are fixed-length uuids, so a substring is a whole
--- segment).
+-- of tenant_documents). A tenant-scoped caller whose tenant is visible_root_id (NULL: a
+-- global caller, who sees all) gets only those inside its own subtree: paths holding the
+-- segment '/<visible_root_id>', the test of Principal.can_see_path (segments are
+-- fixed-length uuids, so a substring is a whole segment).
 SELECT coalesce(json_agg(d ORDER BY c.depth DESC), '[]')::text AS body
 FROM tenant_closure c
 JOIN tenant_documents d ON d.id = c.ancestor_id
-WHERE c.descendant_id = $1
+WHERE c.descendant_id = :'tenant_id'
   AND c.depth > 0
-  AND ($2::uuid IS NULL OR strpos(d.ancestry_path, '/' || $2::text) > 0);
+  AND (:'visible_root_id'::uuid IS NULL
+       OR strpos(d.ancestry_path, '/' || :'visible_root_id'::text) > 0);
 
--- name: list_descendants_json
--- Descendants of the tenant whose path is $1, in depth-first pre-order, as one JSON
--- array text (rows of tenant_documents): one range scan of the path index ("C"
--- collation: every descendant's path lies between '<path>/' and '<path>0', as '0'
--- follows '/'). Down to absolute depth $2 (NULL: all levels); archived ones only when $3.
-SELECT coalesce(json_agg(d ORDER BY d.ancestry_path), '[]')::text AS body
+-- name: stream_descendants_json :many
+-- Descendants of the tenant whose path is :'path' in depth-first pre-order, one JSON
+-- document per row (rows of tenant_documents), read through a cursor in chunks: one
+-- range scan of the path index ("C" collation: every descendant's path lies between
+-- '<path>/' and '<path>0', as '0' follows '/'), starting after the path :'after' when
+-- set (a page's cursor). Down to absolute depth :'max_depth' (NULL: all levels);
+-- archived ones only when :'include_archived'.
+SELECT d.id, row_to_json(d)::text AS document
 FROM tenant_documents d
-WHERE d.ancestry_path > $1::text || '/'
-  AND d.ancestry_path < $1::text || '0'
-  AND d.depth <= coalesce($2::integer, 2147483647)
-  AND ($3::boolean OR d.status = 'active');
+WHERE d.ancestry_path > coalesce(:'after'::text, :'path'::text || '/')
+  AND d.ancestry_path < :'path'::text || '0'
+  AND d.depth <= coalesce(:'max_depth'::integer, 2147483647)
+  AND (:'include_archived'::boolean OR d.status = 'active')
+ORDER BY d.ancestry_path;
 
--- name: has_active_children
+-- name: has_active_children :value
 -- Whether a tenant has at least one active child (archive needs none).
 SELECT EXISTS (
-    SELECT 1 FROM tenants WHERE parent_id = $1 AND status = 'active'
+    SELECT 1 FROM tenants WHERE parent_id = :'tenant_id' AND status = 'active'
 ) AS present;
 
--- name: update_tenant_fields
+-- name: update_tenant_fields :exec
 -- Set a tenant's name, slug and metadata.
 UPDATE tenants
-SET name = $2, slug = $3, metadata = $4, updated_at = now()
-WHERE id = $1;
+SET name = :'name', slug = :'slug', metadata = :'metadata', updated_at = now()
+WHERE id = :'tenant_id';
 
--- name: archive_tenant
+-- name: archive_tenant :value
 -- Soft-delete a tenant; returns the moment it was archived.
 UPDATE tenants
 SET status = 'archived', deleted_at = now(), updated_at = now()
-WHERE id = $1
+WHERE id = :'tenant_id'
 RETURNING deleted_at;
 
--- name: restore_tenant
+-- name: restore_tenant :exec
 -- Bring an archived tenant back.
 UPDATE tenants
 SET status = 'active', deleted_at = NULL, updated_at = now()
-WHERE id = $1;
+WHERE id = :'tenant_id';
 
--- name: subtree_height
+-- name: subtree_height :one
 -- Levels below a tenant (0 for a leaf) and the size of its subtree, itself included.
 SELECT max(depth) AS height, count(*) AS size
 FROM tenant_closure
-WHERE ancestor_id = $1;
+WHERE ancestor_id = :'tenant_id';
 
--- name: detach_subtree_closure
--- Move step 1: unlink every node of $1's subtree from every strict ancestor of $1.
+-- name: detach_subtree_closure :exec
+-- Move step 1: unlink every node of tenant_id's subtree from every strict ancestor of
+-- tenant_id.
 DELETE FROM tenant_closure c
 USING tenant_closure sub, tenant_closure anc
-WHERE sub.ancestor_id = $1                 -- each node of the moved subtree
-  AND anc.descendant_id = $1               -- each ancestor being left behind
+WHERE sub.ancestor_id = :'tenant_id'       -- each node of the moved subtree
+  AND anc.descendant_id = :'tenant_id'     -- each ancestor being left behind
   AND anc.depth > 0
   AND c.ancestor_id = anc.ancestor_id
   AND c.descendant_id = sub.descendant_id;
 
--- name: attach_subtree_closure
--- Move step 2: link every node of $1's subtree to the new parent $2 and its ancestors.
+-- name: attach_subtree_closure :exec
+-- Move step 2: link every node of tenant_id's subtree to new_parent_id and its
+-- ancestors.
 INSERT INTO tenant_closure (ancestor_id, descendant_id, depth)
 SELECT anc.ancestor_id, sub.descendant_id, anc.depth + sub.depth + 1
 FROM tenant_closure anc
-JOIN tenant_closure sub ON sub.ancestor_id = $1
-WHERE anc.descendant_id = $2;
+JOIN tenant_closure sub ON sub.ancestor_id = :'tenant_id'
+WHERE anc.descendant_id = :'new_parent_id';
 
--- name: rewrite_subtree_paths
--- Move step 3: swap the path prefix $3 for $2 and shift depths by $4 across the subtree;
--- the moved tenant itself gets its new parent $5.
+-- name: rewrite_subtree_paths :exec
+-- Move step 3: swap the path prefix old_path for new_path and shift depths by depth_delta
+-- across the subtree; the moved tenant itself gets new_parent_id (NULL: it becomes a
+-- root).
 UPDATE tenants t
-SET ancestry_path = $2::text || substr(t.ancestry_path, length($3::text) + 1),
-    depth = t.depth + $4::integer,
-    parent_id = CASE WHEN t.id = $1 THEN $5::uuid ELSE t.parent_id END,
+SET ancestry_path = :'new_path'::text
+                    || substr(t.ancestry_path, length(:'old_path'::text) + 1),
+    depth = t.depth + :'depth_delta'::integer,
+    parent_id = CASE WHEN t.id = :'tenant_id' THEN :'new_parent_id'::uuid
+                     ELSE t.parent_id END,
     updated_at = now()
 FROM tenant_closure c
-WHERE c.ancestor_id = $1
+WHERE c.ancestor_id = :'tenant_id'
   AND c.descendant_id = t.id;
 
--- name: list_root_tenants
--- One page of root tenants (no parent) in id order after the cursor; $2 is active,
--- archived or all. tenants_parent_id_idx serves "parent_id IS NULL" in id order.
-SELECT td.*
+-- name: list_root_tenants :many
+-- One page of root tenants (no parent) in id order after cursor_id; status_filter is
+-- active, archived or all. tenants_parent_id_idx serves "parent_id IS NULL" in id order.
+SELECT td.id, td.parent_id, td.name, td.slug, td.ancestry_path, td.depth, td.metadata,
+       td.isolation_strategy, td.region, td.status, td.deleted_at, td.created_at,
+       td.updated_at, td.config
 FROM tenant_details td
 WHERE td.parent_id IS NULL
-  AND td.id > coalesce($1::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
-  AND ($2::text = 'all' OR td.status = $2::text)
+  AND td.id > coalesce(:'cursor_id'::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
+  AND (:'status_filter'::text = 'all' OR td.status = :'status_filter'::text)
 ORDER BY td.id
-LIMIT $3;
+LIMIT :'page_size'::integer;
 
--- name: search_tenants
--- One page of tenants whose name or slug contains $1, case-insensitively and literally
--- (strpos, so % and _ are no wildcards), in id order after the cursor $5. $2 keeps a
--- subtree (NULL: everywhere), $3 the children of one parent (NULL: any), $4 roots only;
--- $6 is active, archived or all; $7 the limit. A filtered walk of the primary key: it
--- stops once the page is full, and reads the whole table only when matches are rare.
-SELECT td.*
+-- name: search_tenants :many
+-- One page of tenants whose name or slug contains search_text, case-insensitively and
+-- literally (strpos, so % and _ are no wildcards), in id order after cursor_id.
+-- subtree_root_id keeps a subtree (NULL: everywhere), parent_id the children of one
+-- parent (NULL: any), roots_only roots only; status_filter is active, archived or all. A
+-- filtered walk of the primary key: it stops once the page is full, and reads the whole
+-- table only when matches are rare.
+SELECT td.id, td.parent_id, td.name, td.slug, td.ancestry_path, td.depth, td.metadata,
+       td.isolation_strategy, td.region, td.status, td.deleted_at, td.created_at,
+       td.updated_at, td.config
 FROM tenant_details td
-WHERE (strpos(lower(td.name), lower($1::text)) > 0 OR strpos(td.slug, lower($1::text)) > 0)
-  AND ($2::uuid IS NULL OR EXISTS (
+WHERE (strpos(lower(td.name), lower(:'search_text'::text)) > 0
+       OR strpos(td.slug, lower(:'search_text'::text)) > 0)
+  AND (:'subtree_root_id'::uuid IS NULL OR EXISTS (
           SELECT 1 FROM tenant_closure c
-          WHERE c.ancestor_id = $2::uuid AND c.descendant_id = td.id))
-  AND ($3::uuid IS NULL OR td.parent_id = $3::uuid)
-  AND (NOT $4::boolean OR td.parent_id IS NULL)
-  AND td.id > coalesce($5::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
-  AND ($6::text = 'all' OR td.status = $6::text)
+          WHERE c.ancestor_id = :'subtree_root_id'::uuid AND c.descendant_id = td.id))
+  AND (:'parent_id'::uuid IS NULL OR td.parent_id = :'parent_id'::uuid)
+  AND (NOT :'roots_only'::boolean OR td.parent_id IS NULL)
+  AND td.id > coalesce(:'cursor_id'::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
+  AND (:'status_filter'::text = 'all' OR td.status = :'status_filter'::text)
 ORDER BY td.id
-LIMIT $7;
+LIMIT :'page_size'::integer;
 
--- name: count_children
--- How many direct children each of the tenants $1 has (archived ones too when $2);
--- tenants without children have no row. One index range per parent.
+-- name: count_children :many
+-- How many direct children each of parent_ids has (archived ones too when
+-- include_archived); tenants without children have no row. One index range per parent.
 SELECT parent_id, count(*)::integer AS children
 FROM tenants
-WHERE parent_id = ANY($1::uuid[])
-  AND ($2::boolean OR status = 'active')
+WHERE parent_id = ANY(:'parent_ids'::uuid[])
+  AND (:'include_archived'::boolean OR status = 'active')
 GROUP BY parent_id;

@@ -2,75 +2,113 @@
 -- a global webhook) so the use case can check a tenant-scoped caller's subtree.
 -- Secrets are stored encrypted (v1:...), associated data bound to the webhook id.
 
--- name: insert_webhook
+-- name: insert_webhook :one
 -- Store a new webhook; returns it with its tenant's path.
 WITH inserted AS (
+    -- the new row, every column
     INSERT INTO webhooks (id, tenant_id, url, events, encrypted_secret, description, active,
                           include_descendants)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-    RETURNING *
+    VALUES (:'webhook_id', :'tenant_id', :'url', :'events', :'encrypted_secret',
+            :'description', :'active', :'include_descendants')
+    RETURNING id, tenant_id, url, events, encrypted_secret, previous_encrypted_secret,
+              previous_secret_expires_at, description, active, include_descendants,
+              created_at, updated_at
 )
-SELECT i.*, t.ancestry_path AS tenant_path
+SELECT i.id, i.tenant_id, i.url, i.events, i.encrypted_secret,
+       i.previous_encrypted_secret, i.previous_secret_expires_at, i.description,
+       i.active, i.include_descendants, i.created_at, i.updated_at,
+       t.ancestry_path AS tenant_path
 FROM inserted i
 LEFT JOIN tenants t ON t.id = i.tenant_id;
 
--- name: get_webhook
+-- name: get_webhook :one
 -- One webhook with its tenant's path.
-SELECT w.*, t.ancestry_path AS tenant_path
+SELECT w.id, w.tenant_id, w.url, w.events, w.encrypted_secret,
+       w.previous_encrypted_secret, w.previous_secret_expires_at, w.description,
+       w.active, w.include_descendants, w.created_at, w.updated_at,
+       t.ancestry_path AS tenant_path
 FROM webhooks w
 LEFT JOIN tenants t ON t.id = w.tenant_id
-WHERE w.id = $1;
+WHERE w.id = :'webhook_id';
 
--- name: lock_webhook
+-- name: lock_webhook :one
 -- One webhook locked for a change or a rotation (NO KEY: fan-outs that reference it
 -- need not wait), with its tenant's path.
-SELECT w.*, t.ancestry_path AS tenant_path
+SELECT w.id, w.tenant_id, w.url, w.events, w.encrypted_secret,
+       w.previous_encrypted_secret, w.previous_secret_expires_at, w.description,
+       w.active, w.include_descendants, w.created_at, w.updated_at,
+       t.ancestry_path AS tenant_path
 FROM webhooks w
 LEFT JOIN tenants t ON t.id = w.tenant_id
-WHERE w.id = $1
+WHERE w.id = :'webhook_id'
 FOR NO KEY UPDATE OF w;
 
--- name: list_webhooks
--- Webhooks in id order: all ($1 NULL) or those of $1's subtree (never global ones),
--- optionally only those of tenant $2.
-SELECT w.*, t.ancestry_path AS tenant_path
+-- name: list_webhooks :many
+-- Webhooks in id order: all (scope_tenant_id NULL) or those of scope_tenant_id's subtree
+-- (never global ones), optionally only those of tenant_id (NULL: any).
+SELECT w.id, w.tenant_id, w.url, w.events, w.encrypted_secret,
+       w.previous_encrypted_secret, w.previous_secret_expires_at, w.description,
+       w.active, w.include_descendants, w.created_at, w.updated_at,
+       t.ancestry_path AS tenant_path
 FROM webhooks w
 LEFT JOIN tenants t ON t.id = w.tenant_id
-WHERE ($1::uuid IS NULL
-       OR w.tenant_id IN (SELECT c.descendant_id FROM tenant_closure c WHERE c.ancestor_id = $1))
-  AND ($2::uuid IS NULL OR w.tenant_id = $2)
+WHERE (:'scope_tenant_id'::uuid IS NULL
+       OR w.tenant_id IN (SELECT c.descendant_id
+                          FROM tenant_closure c
+                          WHERE c.ancestor_id = :'scope_tenant_id'))
+  AND (:'tenant_id'::uuid IS NULL OR w.tenant_id = :'tenant_id')
 ORDER BY w.id;
 
--- name: update_webhook
+-- name: update_webhook :one
 -- Replace a webhook's editable fields and secrets; returns it with its tenant's path.
 WITH updated AS (
+    -- the row as stored now, every column
     UPDATE webhooks
-    SET url = $2, events = $3, description = $4, active = $5, include_descendants = $6,
-        encrypted_secret = $7, previous_encrypted_secret = $8,
-        previous_secret_expires_at = $9, updated_at = now()
-    WHERE id = $1
-    RETURNING *
+    SET url = :'url',
+        events = :'events',
+        description = :'description',
+        active = :'active',
+        include_descendants = :'include_descendants',
+        encrypted_secret = :'encrypted_secret',
+        previous_encrypted_secret = :'previous_encrypted_secret',
+        previous_secret_expires_at = :'previous_secret_expires_at',
+        updated_at = now()
+    WHERE id = :'webhook_id'
+    RETURNING id, tenant_id, url, events, encrypted_secret, previous_encrypted_secret,
+              previous_secret_expires_at, description, active, include_descendants,
+              created_at, updated_at
 )
-SELECT u.*, t.ancestry_path AS tenant_path
+SELECT u.id, u.tenant_id, u.url, u.events, u.encrypted_secret,
+       u.previous_encrypted_secret, u.previous_secret_expires_at, u.description,
+       u.active, u.include_descendants, u.created_at, u.updated_at,
+       t.ancestry_path AS tenant_path
 FROM updated u
 LEFT JOIN tenants t ON t.id = u.tenant_id;
 
--- name: rotate_webhook_secret
--- New secret $2; the old one keeps signing (as the previous secret) for $3 seconds.
+-- name: rotate_webhook_secret :one
+-- New secret encrypted_secret; the old one keeps signing (as the previous secret) for
+-- overlap_seconds.
 WITH rotated AS (
+    -- the row with its secrets shifted, every column
     UPDATE webhooks
     SET previous_encrypted_secret = encrypted_secret,
-        previous_secret_expires_at = now() + make_interval(secs => $3::float8),
-        encrypted_secret = $2,
+        previous_secret_expires_at
+            = now() + make_interval(secs => :'overlap_seconds'::float8),
+        encrypted_secret = :'encrypted_secret',
         updated_at = now()
-    WHERE id = $1
-    RETURNING *
+    WHERE id = :'webhook_id'
+    RETURNING id, tenant_id, url, events, encrypted_secret, previous_encrypted_secret,
+              previous_secret_expires_at, description, active, include_descendants,
+              created_at, updated_at
 )
-SELECT r.*, t.ancestry_path AS tenant_path
+SELECT r.id, r.tenant_id, r.url, r.events, r.encrypted_secret,
+       r.previous_encrypted_secret, r.previous_secret_expires_at, r.description,
+       r.active, r.include_descendants, r.created_at, r.updated_at,
+       t.ancestry_path AS tenant_path
 FROM rotated r
 LEFT JOIN tenants t ON t.id = r.tenant_id;
 
--- name: delete_webhook
+-- name: delete_webhook :exec
 -- Remove a webhook; its deliveries go with it (foreign key cascade).
 DELETE FROM webhooks
-WHERE id = $1;
+WHERE id = :'webhook_id';

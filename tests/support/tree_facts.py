@@ -1,6 +1,6 @@
 """The stored tree as plain Python: parent chains, config entries and permission
 policies read from the tables, and a reference resolution of a tenant's context
-(DESIGN.md section 4) computed from them, independent of the service's SQL."""
+(docs/api.md, inheritance) computed from them, independent of the service's SQL."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ class Facts:
         )
 
     def context(self, tenant: str) -> dict[str, Any]:
-        """DESIGN.md section 4, walking root to tenant: the topmost lock wins, else the
+        """As docs/api.md says, walking root to tenant: the topmost lock wins, else the
         nearest entry; LOCAL policies of ancestors do not apply."""
         chain = self.chain(tenant)
         config: dict[str, Any] = {}

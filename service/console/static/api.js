@@ -4,6 +4,7 @@
 
 const STORAGE_KEY = "tenant-console.credential";
 const API_KEY = /^sk_(live|test)_[A-Za-z0-9]+$/;
+const UUID_IN_TEXT = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
 
 export class ApiError extends Error {
   constructor(status, body) {
@@ -15,10 +16,12 @@ export class ApiError extends Error {
     this.requestId = error.request_id || null;
   }
 
-  // "message (CODE)" plus the first field detail, for showing to a person.
+  // "message (CODE)" plus the first field detail, for showing to a person. Tenant ids
+  // the console knows a name for (a lock's ancestor, say) are shown by name.
   describe() {
     const detail = this.details.length ? ` [${this.details[0].field}: ${this.details[0].message}]` : "";
-    return `${this.message}${detail} (${this.code})`;
+    const message = this.message.replace(UUID_IN_TEXT, (id) => (names.has(id) ? `“${names.get(id)}”` : id));
+    return `${message}${detail} (${this.code})`;
   }
 }
 
@@ -26,8 +29,40 @@ export function credentialKind(text) {
   return API_KEY.test(text) ? "api_key" : "bearer";
 }
 
+// A token copied with its scheme ("Bearer eyJ...") is the token.
+export function normalizeCredential(text) {
+  return text.trim().replace(/^bearer\s+/i, "");
+}
+
+// The subject (and issuer) a JWT names, for showing who is signed in. Display only:
+// the service verifies the token, the console never trusts what it reads here.
+export function tokenIdentity(token) {
+  try {
+    const part = token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+    const bytes = Uint8Array.from(atob(part.padEnd(part.length + ((4 - (part.length % 4)) % 4), "=")), (c) => c.charCodeAt(0));
+    const claims = JSON.parse(new TextDecoder().decode(bytes));
+    const text = (value) => (typeof value === "string" && value ? value.slice(0, 255) : null);
+    return { subject: text(claims.sub), issuer: text(claims.iss) };
+  } catch {
+    return { subject: null, issuer: null };
+  }
+}
+
+export function identityLabel(credential) {
+  if (credential.kind === "api_key") return "Signed in with an API key";
+  const { subject, issuer } = tokenIdentity(credential.value);
+  if (!subject) return "Signed in with a bearer token";
+  let host = null;
+  try {
+    host = issuer ? new URL(issuer).host : null;
+  } catch {
+    host = null;
+  }
+  return host ? `Signed in as ${subject} (${host})` : `Signed in as ${subject}`;
+}
+
 export function saveCredential(text) {
-  const value = text.trim();
+  const value = normalizeCredential(text);
   sessionStorage.setItem(STORAGE_KEY, JSON.stringify({ kind: credentialKind(value), value }));
 }
 
@@ -68,8 +103,53 @@ export function onUnauthorized(listener) {
   unauthorizedListeners.add(listener);
 }
 
-// One API call: {data, status, headers}; an error answer throws ApiError.
-export async function call(method, path, { query, body, headers = {} } = {}) {
+// Listeners told when the service asks to slow down (429): ({seconds}) while waiting
+// before a retry, (null) once an answer came through. A 429 means the request was
+// refused before any work, so repeating it is safe for every method.
+const throttleListeners = new Set();
+export function onThrottled(listener) {
+  throttleListeners.add(listener);
+}
+// Waiting stops (and the 429 is shown) only after this long: a person will have left.
+const MAX_THROTTLED_WAIT_MS = 120_000;
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function retryAfterSeconds(response) {
+  const seconds = Number.parseInt(response.headers.get("Retry-After") || "", 10);
+  return Number.isFinite(seconds) && seconds > 0 ? Math.min(seconds, 120) : 1;
+}
+
+// One API call: {data, status, headers}; an error answer throws ApiError. A 429 is
+// waited out (Retry-After) and retried, with a visible note, so the page never goes
+// blank because someone clicked briskly.
+export async function call(method, path, options = {}) {
+  const started = Date.now();
+  for (let tries = 1; ; tries += 1) {
+    try {
+      const answer = await callOnce(method, path, options);
+      if (tries > 1) throttleListeners.forEach((listener) => listener(null));
+      return answer;
+    } catch (err) {
+      const late = Date.now() - started > MAX_THROTTLED_WAIT_MS;
+      if (!(err instanceof ThrottledError) || late) {
+        if (tries > 1) throttleListeners.forEach((listener) => listener(null));
+        throw err instanceof ThrottledError ? err.error : err;
+      }
+      throttleListeners.forEach((listener) => listener({ seconds: err.seconds }));
+      await sleep(err.seconds * 1000);
+    }
+  }
+}
+
+class ThrottledError extends Error {
+  constructor(error, seconds) {
+    super(error.message);
+    this.error = error;
+    this.seconds = seconds;
+  }
+}
+
+async function callOnce(method, path, { query, body, headers = {} } = {}) {
   const init = {
     method,
     headers: { Accept: "application/json", ...authHeaders(), ...headers },
@@ -98,6 +178,7 @@ export async function call(method, path, { query, body, headers = {} } = {}) {
   }
   if (!response.ok && response.status !== 304) {
     const error = new ApiError(response.status, data);
+    if (response.status === 429) throw new ThrottledError(error, retryAfterSeconds(response));
     if (response.status === 401) unauthorizedListeners.forEach((listener) => listener(error));
     throw error;
   }

@@ -3,7 +3,8 @@
 // ids only; the credential is never part of a URL.
 
 import {
-  clearCredential, get, loadCredential, onUnauthorized, post, remember, saveCredential,
+  clearCredential, get, identityLabel, loadCredential, onThrottled, onUnauthorized, post,
+  remember, saveCredential,
 } from "./api.js";
 import { auditPage } from "./audit.js";
 import { contextPage } from "./context.js";
@@ -48,7 +49,8 @@ function signInView(reason) {
   },
   field("API key or bearer token", input),
   h("p.hint", { id: "credential-hint" },
-    "An sk_live_/sk_test_ key is sent as X-API-Key, anything else as a Bearer token. ",
+    "An sk_live_/sk_test_ key is sent as X-API-Key; anything else, such as an access ",
+    "token from your identity provider, as Authorization: Bearer. ",
     "It is kept in this tab's session storage only and is forgotten when the tab closes."),
   h("button", { type: "submit" }, "Sign in"),
   message);
@@ -94,6 +96,15 @@ function homeView(view) {
     h("section.card", { "aria-labelledby": "new-root-title" }, h("h3", { id: "new-root-title" }, "New root tenant"), form));
 }
 
+// Which sections a credential can use: every page reads (GET needs read); the audit
+// log is an admin route (read and admin).
+const SECTIONS = [
+  { hash: "#/", label: "Tenants", needs: ["read"] },
+  { hash: "#/webhooks", label: "Webhooks", needs: ["read"] },
+  { hash: "#/audit", label: "Audit log", needs: ["read", "admin"] },
+];
+const usable = (section, scopes) => section.needs.every((scope) => scopes.includes(scope));
+
 async function route() {
   if (!app) return;
   const hash = window.location.hash || "#/";
@@ -103,8 +114,16 @@ async function route() {
     link.classList.toggle("current", link.getAttribute("href") === section);
   }
   app.tree.highlight(null);
-  const view = app.view;
-  if (parts[0] === "tenants" && parts[1] && !TENANT_ID.test(parts[1])) {
+  // Each navigation renders into a container of its own, put in place at once: a page
+  // still loading when the user moved on (slow, or waiting out a 429) then fills a
+  // container nobody sees, never the page the user went to.
+  const view = h("div.page");
+  fill(app.view, view);
+  const wanted = SECTIONS.find((s) => s.hash === section);
+  if (app.scopes && !usable(wanted, app.scopes)) {
+    fill(view, h("h2", {}, wanted.label),
+      h("p.message.error", {}, `This credential cannot use the ${wanted.label.toLowerCase()}: it needs the ${wanted.needs.join(" and ")} scopes.`));
+  } else if (parts[0] === "tenants" && parts[1] && !TENANT_ID.test(parts[1])) {
     // Only ids reach API paths: a crafted link cannot point the console elsewhere.
     fill(view, h("h2", {}, "Tenant"), h("p.message.error", {}, "That link does not name a tenant id."));
   } else if (parts[0] === "tenants" && parts[1] && parts[2] === "context") {
@@ -118,29 +137,64 @@ async function route() {
   } else {
     homeView(view);
   }
-  view.focus({ preventScroll: true });
+  if (app.view.contains(view)) app.view.focus({ preventScroll: true });
 }
 
-function start() {
+// Notices live in a strip of their own under the header, never over the page's
+// controls, and go away by themselves (errors stay longer, and can be closed).
+function noticeBar() {
+  const text = h("span.notice-text");
+  const close = h("button.link.notice-close", { type: "button", "aria-label": "Dismiss", hidden: true }, "×");
+  const notice = h("div.notice", { role: "status", "aria-live": "polite" }, text, close);
+  const throttle = h("div.throttle", { role: "status", "aria-live": "polite", hidden: true });
+  let timer = null;
+  const hide = () => {
+    clearTimeout(timer);
+    notice.className = "notice";
+    text.textContent = "";
+    close.hidden = true;
+  };
+  close.addEventListener("click", hide);
+  const notify = (message, kind = "info") => {
+    clearTimeout(timer);
+    notice.className = `notice ${kind} visible`;
+    text.textContent = message;
+    close.hidden = false;
+    timer = setTimeout(hide, kind === "error" ? 9000 : 4000);
+  };
+  onThrottled((wait) => {
+    throttle.hidden = !wait;
+    throttle.textContent = wait
+      ? `The service asked to slow down (too many requests): retrying in ${wait.seconds} s…`
+      : "";
+  });
+  return { element: h("div.notices", {}, throttle, notice), notify };
+}
+
+// "name (sk_test_AbCd…) · read, write, admin": who is signed in, from GET /api/v1/me.
+function identityText(me, credential) {
+  if (!me) return identityLabel(credential);
+  const who = me.kind === "api_key"
+    ? `${me.name ?? "API key"} (${me.prefix ?? ""}…)`
+    : `token for ${me.id}`;
+  const scopes = me.scopes.length ? me.scopes.join(", ") : "no scopes";
+  return `${who} · ${scopes}${me.tenant_id ? " · one subtree" : ""}`;
+}
+
+async function start() {
   const credential = loadCredential();
   if (!credential) {
     signInView();
     return;
   }
-  const toast = h("div.toast", { role: "status", "aria-live": "polite" });
-  let toastTimer = null;
-  const notify = (text, kind = "info") => {
-    toast.className = `toast ${kind} visible`;
-    toast.textContent = text;
-    clearTimeout(toastTimer);
-    toastTimer = setTimeout(() => toast.classList.remove("visible"), 6000);
-  };
+  const notices = noticeBar();
+  const notify = notices.notify;
   const tree = new TreeBrowser((err) => notify(err.describe(), "error"));
-  const nav = h("nav.main-nav", { "aria-label": "Sections" },
-    h("a", { href: "#/" }, "Tenants"), h("a", { href: "#/webhooks" }, "Webhooks"), h("a", { href: "#/audit" }, "Audit log"));
+  const nav = h("nav.main-nav", { "aria-label": "Sections" });
+  const identity = h("span.identity", { id: "identity" }, identityText(null, credential));
   const view = h("main.view", { tabindex: "-1", id: "view" });
   app = {
-    tree, nav, view, notify,
+    tree, nav, view, notify, scopes: null, me: null,
     navigate(hash) {
       if (window.location.hash === hash) route();
       else window.location.hash = hash;
@@ -150,10 +204,22 @@ function start() {
     h("header.top", {},
       h("a.brand", { href: "#/" }, "Tenant Hierarchy Console"),
       nav,
-      h("span.identity", {}, credential.kind === "api_key" ? "Signed in with an API key" : "Signed in with a bearer token"),
+      identity,
       h("button.secondary", { type: "button", on: { click: () => signOut() } }, "Sign out")),
-    h("div.layout", {}, h("aside.sidebar", {}, tree.element), view),
-    toast);
+    notices.element,
+    h("div.layout", {}, h("aside.sidebar", {}, tree.element), view));
+  try {
+    const { data: me } = await get("/me");
+    app.me = me;
+    app.scopes = me.scopes;
+    identity.textContent = identityText(me, credential);
+    identity.title = `${me.kind === "api_key" ? "API key" : "token"} ${me.id}`;
+  } catch (err) {
+    if (err.status === 401) return; // signed out by the listener below
+    // An older service without /api/v1/me, or a credential without read: offer every page.
+  }
+  fill(nav, SECTIONS.filter((s) => !app.scopes || usable(s, app.scopes))
+    .map((s) => h("a", { href: s.hash }, s.label)));
   tree.reload().then(route);
 }
 

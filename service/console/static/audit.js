@@ -7,6 +7,29 @@ import { field, fill, h, jsonText, messageBox, shortId, table, when } from "./do
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+// API-key names by id, for the actor column (the audit log records key ids). Looked up
+// once per key; a key that cannot be read (purged, outside the caller's subtree) keeps
+// showing its id.
+const keyNames = new Map();
+async function learnKeyNames(entries) {
+  const unknown = [...new Set(entries.filter((e) => e.actor_type === "api_key" && UUID.test(e.actor_id))
+    .map((e) => e.actor_id))].filter((id) => !keyNames.has(id));
+  await Promise.all(unknown.map(async (id) => {
+    try {
+      keyNames.set(id, (await get(`/api-keys/${id}`)).data.name);
+    } catch {
+      keyNames.set(id, null);
+    }
+  }));
+}
+
+function actorCell(entry) {
+  const name = entry.actor_type === "api_key" ? keyNames.get(entry.actor_id) : null;
+  return name
+    ? h("td", {}, "key ", h("strong.actor-name", { title: `API key ${entry.actor_id}` }, name))
+    : h("td", {}, `${entry.actor_type}: `, h("code", {}, entry.actor_id));
+}
+
 // A datetime-local value, read as UTC, in the API's ISO 8601 form.
 function utc(value) {
   if (!value) return undefined;
@@ -54,7 +77,8 @@ export async function auditPage(view, app, preset = {}) {
       fill(detail, h("section.card", { "aria-labelledby": "audit-entry-title" },
         h("h3", { id: "audit-entry-title" }, `${data.action} — ${when(data.created_at)}`),
         h("dl.fields.compact", {},
-          [["Entry", data.id], ["Actor", `${data.actor_type}: ${data.actor_id}`],
+          [["Entry", data.id],
+            ["Actor", `${data.actor_type}: ${data.actor_id}${keyNames.get(data.actor_id) ? ` (${keyNames.get(data.actor_id)})` : ""}`],
             ["Resource", `${data.resource_type} ${data.resource_id ?? ""}`],
             ["Request", data.request_id ?? "—"], ["Address", data.ip_address ?? "—"]]
             .map(([label, value]) => [h("dt", {}, label), h("dd", {}, h("code", {}, value))])),
@@ -74,6 +98,7 @@ export async function auditPage(view, app, preset = {}) {
       const { data, headers } = await get("/audit-logs", { ...filters, cursor: cursors[page] });
       cursors = cursors.slice(0, page + 1);
       const next = headers.get("X-Next-Cursor");
+      await learnKeyNames(data);
       fill(results, data.length
         ? table(["When", "Action", "Resource", "Tenant", "Actor", ""], data.map((entry) =>
           h("tr", { dataset: { auditId: entry.id } },
@@ -81,7 +106,7 @@ export async function auditPage(view, app, preset = {}) {
             h("td", {}, h("code", {}, entry.action)),
             h("td", {}, entry.resource_type, " ", h("code", { title: entry.resource_id || "" }, shortId(entry.resource_id))),
             h("td", {}, entry.tenant_id ? h("a", { href: `#/tenants/${entry.tenant_id}` }, nameOf(entry.tenant_id)) : "—"),
-            h("td", {}, `${entry.actor_type}: `, h("code", {}, entry.actor_id)),
+            actorCell(entry),
             h("td.actions", {}, h("button.link", { type: "button", on: { click: () => showEntry(entry.id) } }, "Changes")))),
         "audit-table")
         : h("p.empty", {}, "No audit entries match these filters."));

@@ -114,7 +114,9 @@ export async function contextPage(view, tenantId, app) {
       h("td", {}, h("code.value", {}, jsonText(entry.value))),
       h("td", {}, sourceButton(app, entry.source_tenant_id, tenantId),
         entry.inherited ? badge("inherited", "inherited") : null,
-        entry.locked ? badge("locked", "locked") : null),
+        entry.locked ? badge("locked", "locked") : null,
+        // A revealed context keeps secrets of tenants above the caller's subtree masked.
+        entry.masked_reason ? badge("masked: set above your subtree", "masked") : null),
       h("td.why", {}, configWhy(entry, tenantId), shadowed(entry.key, entry, configChain, tenantId, "config")));
     });
     const permissionRows = Object.values(context.resolved_permissions).map((entry) => {

@@ -1,7 +1,7 @@
 // A tenant's own config entries (locked and sensitive badges, reveal on purpose) and
 // permission policies (with their modes), with forms to set and delete them.
 
-import { del, get, put } from "./api.js";
+import { del, get, post, put } from "./api.js";
 import { badge, confirmButton, fill, h, jsonText, messageBox, table } from "./dom.js";
 
 const MASK = "***";
@@ -72,7 +72,8 @@ export function configSection(tenant) {
       h("th", { scope: "row" }, h("code", {}, entry.key)),
       h("td", {}, shown, reveal),
       h("td", {}, entry.locked ? badge("locked", "locked") : null,
-        entry.sensitive ? badge("sensitive", "sensitive") : null),
+        entry.sensitive ? badge("sensitive", "sensitive") : null,
+        entry.reveal_to_descendants ? badge("shared below", "shared") : null),
       h("td.actions", {},
         h("button.link", {
           type: "button",
@@ -96,6 +97,31 @@ export function configSection(tenant) {
             message.show(`Cannot delete ${entry.key}: ${err.describe()}`, "error");
           }
         }, "link")));
+  }
+
+  // What saving would do, before saving: the tenants whose resolved value changes, the
+  // descendants' entries a lock would shadow, and whether the write would be refused.
+  const impact = h("div.impact", { role: "status", "aria-live": "polite" });
+  async function previewImpact() {
+    const parsed = parseValue(value.value);
+    if (parsed.error || !key.value.trim()) {
+      message.show(parsed.error || "Enter a key to preview.", "error");
+      return;
+    }
+    try {
+      const { data } = await post(`${base}/${enc(key.value.trim())}/preview`, {
+        change: "set", value: parsed.value, locked: locked.checked, sensitive: sensitive.checked,
+      }, { query: { limit: 20 } });
+      const lines = data.changes.map((c) => h("li", {}, h("code", {}, c.tenant_id.slice(0, 8)), ": ",
+        c.old ? jsonText(c.old.value) : "unset", " → ", c.new ? jsonText(c.new.value) : "unset"));
+      fill(impact,
+        data.refused ? h("p.message.error", {}, `Would be refused: ${data.refused.code} — ${data.refused.message}`) : null,
+        h("p", {}, `${data.changed_tenants} tenant${data.changed_tenants === 1 ? "" : "s"} would see a new value`
+          + (data.shadowed_total ? `; ${data.shadowed_total} own entr${data.shadowed_total === 1 ? "y" : "ies"} below would be overridden by the lock.` : ".")),
+        lines.length ? h("ul.impact-list", {}, lines) : null);
+    } catch (err) {
+      message.show(`Cannot preview ${key.value.trim()}: ${err.describe()}`, "error");
+    }
   }
 
   async function save(event) {
@@ -125,9 +151,10 @@ export function configSection(tenant) {
     h("label.field.grow", {}, h("span.label", {}, "Value (JSON)"), value),
     h("label.toggle", {}, locked, " Locked (descendants cannot override)"),
     h("label.toggle", {}, sensitive, " Sensitive (encrypted, shown as ***)"),
+    h("button.secondary", { type: "button", on: { click: previewImpact } }, "Preview impact"),
     h("button", { type: "submit" }, "Save entry"));
   const section = h("section.card", { "aria-labelledby": "config-title" },
-    h("h3", { id: "config-title" }, "Config (own entries)"), body, form, message);
+    h("h3", { id: "config-title" }, "Config (own entries)"), body, form, impact, message);
   load();
   return section;
 }
@@ -175,6 +202,29 @@ export function permissionsSection(tenant) {
         }, "link")));
   }
 
+  // What saving would do, before saving (nothing is written).
+  const impact = h("div.impact", { role: "status", "aria-live": "polite" });
+  async function previewImpact() {
+    if (!key.value.trim()) {
+      message.show("Enter a key to preview.", "error");
+      return;
+    }
+    try {
+      const { data } = await post(`${base}/${enc(key.value.trim())}/preview`, {
+        change: "set", value: value.value === "true", mode: mode.value,
+      }, { query: { limit: 20 } });
+      const lines = data.changes.map((c) => h("li", {}, h("code", {}, c.tenant_id.slice(0, 8)), ": ",
+        c.old ? `${c.old.value} (${c.old.mode})` : "unset", " → ", c.new ? `${c.new.value} (${c.new.mode})` : "unset"));
+      fill(impact,
+        data.refused ? h("p.message.error", {}, `Would be refused: ${data.refused.code} — ${data.refused.message}`) : null,
+        h("p", {}, `${data.changed_tenants} tenant${data.changed_tenants === 1 ? "" : "s"} would resolve it differently`
+          + (data.shadowed_total ? `; ${data.shadowed_total} own polic${data.shadowed_total === 1 ? "y" : "ies"} below would be overridden.` : ".")),
+        lines.length ? h("ul.impact-list", {}, lines) : null);
+    } catch (err) {
+      message.show(`Cannot preview ${key.value.trim()}: ${err.describe()}`, "error");
+    }
+  }
+
   async function save(event) {
     event.preventDefault();
     try {
@@ -193,9 +243,10 @@ export function permissionsSection(tenant) {
     h("label.field", {}, h("span.label", {}, "Key"), key),
     h("label.field", {}, h("span.label", {}, "Value"), value),
     h("label.field", {}, h("span.label", {}, "Mode"), mode),
+    h("button.secondary", { type: "button", on: { click: previewImpact } }, "Preview impact"),
     h("button", { type: "submit" }, "Save policy"));
   const section = h("section.card", { "aria-labelledby": "permissions-title" },
-    h("h3", { id: "permissions-title" }, "Permission policies (own)"), body, form, message);
+    h("h3", { id: "permissions-title" }, "Permission policies (own)"), body, form, impact, message);
   load();
   return section;
 }

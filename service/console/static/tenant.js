@@ -140,6 +140,27 @@ export async function tenantPage(view, tenantId, app) {
   const moveSearch = h("input", { type: "search", name: "move-search", placeholder: "Find the new parent by slug or name", autocomplete: "off" });
   const candidates = h("ul.candidates", { "aria-label": "New parent candidates" });
   const moveButton = h("button", { type: "button", disabled: true, on: { click: () => move(target) } }, "Move here");
+  // What the move would change, shown before it is made (nothing is written).
+  const movePreview = h("div.impact", { role: "status", "aria-live": "polite" });
+  async function previewMove(newParent) {
+    try {
+      const { data } = await post(`/tenants/${tenant.id}/move/preview`,
+        { new_parent_id: newParent ? newParent.id : null }, { query: { limit: 20 } });
+      if (data.refused) {
+        fill(movePreview, h("p.message.error", {}, `Would be refused: ${data.refused.code} — ${data.refused.message}`));
+        return;
+      }
+      const entries = data.changes.flatMap((c) => c.entries.map((e) => h("li", {},
+        h("code", {}, nameOf(c.tenant_id)), ` ${e.kind} ${e.key}: `,
+        e.old ? JSON.stringify(e.old.value) : "unset", " → ", e.new ? JSON.stringify(e.new.value) : "unset",
+        e.shadows_own ? " (overrides its own entry)" : "")));
+      fill(movePreview,
+        h("p", {}, `${data.changed_tenants} tenant${data.changed_tenants === 1 ? "" : "s"} would resolve config or permissions differently.`),
+        entries.length ? h("ul.impact-list", {}, entries) : null);
+    } catch (err) {
+      fill(movePreview, h("p.message.error", {}, `Cannot preview the move: ${err.describe()}`));
+    }
+  }
   async function move(newParent) {
     try {
       const result = await post(`/tenants/${tenant.id}/move`,
@@ -170,6 +191,7 @@ export async function tenantPage(view, tenantId, app) {
                   fill(chosen, "New parent: ", h("strong", {}, candidate.name), " ", h("code", {}, candidate.slug));
                   moveButton.disabled = false;
                   moveMessage.clear();
+                  previewMove(candidate);
                 },
               },
             }, candidate.name), " ", h("span.node-slug", {}, candidate.slug))) : h("li.empty", {}, "No match."));
@@ -180,7 +202,7 @@ export async function tenantPage(view, tenantId, app) {
     },
   },
   h("div.inline", {}, moveSearch, h("button", { type: "submit", disabled: archived }, "Find")),
-  candidates, chosen,
+  candidates, chosen, movePreview,
   h("div.inline", {}, moveButton,
     tenant.parent_id ? h("button.secondary", { type: "button", disabled: archived, on: { click: () => move(null) } }, "Make it a root") : null),
   moveMessage);

@@ -13,6 +13,16 @@ function statsLine(stats) {
       h(`span.stat.stat-${name}`, { title: name }, `${name} ${stats[name]}`)));
 }
 
+// The endpoint's own health from the webhook answer: success rate, last success, last failure.
+function healthLine(stats) {
+  if (!stats) return null;
+  const rate = stats.success_rate === null ? "no attempts yet" : `${Math.round(stats.success_rate * 1000) / 10}% succeeded`;
+  return h("div.hint.health", {},
+    h("span.success-rate", {}, rate),
+    h("span", {}, ` · last success ${stats.last_success_at || "never"}`),
+    h("span", {}, ` · last failure ${stats.last_failure_at || "never"}`));
+}
+
 function testOutcome(result) {
   const code = result.response_code ? `HTTP ${result.response_code}` : "no response";
   const error = result.error ? ` — ${result.error}` : "";
@@ -35,6 +45,28 @@ export async function webhooksPage(view, app) {
     } catch (err) {
       fill(totals, h("p.message.error", {}, err.describe()));
     }
+  }
+
+  // After an outage: re-queue this endpoint's dead letters created since a time.
+  function recoverControl(hook) {
+    if (!hook.active) return null;
+    const since = h("input", { type: "datetime-local", "aria-label": "Recover failed deliveries since" });
+    const button = h("button.secondary", {
+      type: "button",
+      on: {
+        click: async () => {
+          if (!since.value) return;
+          try {
+            const { data } = await post(`/webhooks/${hook.id}/recover`, { since: new Date(since.value).toISOString() });
+            message.show(`${data.requeued} failed ${data.requeued === 1 ? "delivery" : "deliveries"} queued again.`, "success");
+            await Promise.all([loadTotals(), loadDeadLetters()]);
+          } catch (err) {
+            message.show(`Recover failed: ${err.describe()}`, "error");
+          }
+        },
+      },
+    }, "Recover");
+    return h("div.recover", {}, since, button);
   }
 
   async function loadWebhooks() {
@@ -77,9 +109,10 @@ export async function webhooksPage(view, app) {
           h("td", {}, hook.tenant_id ? h("a", { href: `#/tenants/${hook.tenant_id}` }, nameOf(hook.tenant_id)) : "all tenants",
             hook.include_descendants ? badge("and below") : null),
           h("td", {}, hook.events.join(", ")),
-          h("td", {}, hook.active ? badge("active", "active") : badge("inactive", "archived")),
-          h("td", {}, stats ? statsLine(stats) : "—"),
-          h("td.actions", {}, testButton, outcome));
+          h("td", {}, hook.active ? badge("active", "active") : badge("inactive", "archived"),
+            hook.disabled_reason ? h("div.hint.disabled-reason", {}, `Disabled ${hook.disabled_at}: ${hook.disabled_reason}`) : null),
+          h("td", {}, stats ? statsLine(stats) : "—", healthLine(hook.delivery_stats)),
+          h("td.actions", {}, testButton, recoverControl(hook), outcome));
       }));
       fill(hooks, table(["URL", "Tenant", "Events", "State", "Deliveries", "Test"], rows, "webhook-table"));
     } catch (err) {
@@ -92,6 +125,8 @@ export async function webhooksPage(view, app) {
       const { data, headers } = await get("/webhooks/deliveries/failed", { limit: DLQ_PAGE, cursor: cursors[page] });
       cursors = cursors.slice(0, page + 1);
       const next = headers.get("X-Next-Cursor");
+      // Nothing to retry: no "Retry all" (a later page can be empty only after changes).
+      retryAll.hidden = !data.length && page === 0;
       if (!data.length) {
         fill(dead, h("p.empty", {}, "The dead-letter queue is empty."));
       } else {
@@ -156,6 +191,7 @@ export async function webhooksPage(view, app) {
       message.show(`Retry-all failed: ${err.describe()}`, "error");
     }
   }, "primary");
+  retryAll.hidden = true; // shown once the queue is known to hold something
 
   const refresh = h("button.secondary", {
     type: "button",

@@ -1,0 +1,63 @@
+"""The settings of read replicas, PgBouncer and the direct connection (docs/scaling.md).
+
+Read by Settings.from_env (service/settings.py) as one block of its fields.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+from urllib.parse import urlsplit
+
+DEFAULT_STATEMENT_CACHE_SIZE = 1024
+
+
+class Reader(Protocol):
+    """What this needs of settings' environment reader."""
+
+    errors: list[str]
+
+    def text(self, name: str, default: str) -> str: ...
+    def optional(self, name: str) -> str | None: ...
+    def integer(self, name: str, default: int, low: int, high: int) -> int: ...
+    def number(self, name: str, default: float, low: float, high: float) -> float: ...
+    def boolean(self, name: str, default: bool) -> bool: ...
+
+
+def _is_postgres_url(url: str) -> bool:
+    return urlsplit(url).scheme in ("postgres", "postgresql")
+
+
+def database_settings(reader: Reader) -> dict[str, object]:
+    replicas = tuple(u.strip() for u in reader.text("DATABASE_REPLICA_URLS", "").split(","))
+    replicas = tuple(u for u in replicas if u)
+    for index, url in enumerate(replicas):
+        if not _is_postgres_url(url):
+            # Never echo the value: it may carry a password.
+            reader.errors.append(
+                f"DATABASE_REPLICA_URLS entry {index + 1} is not a postgresql:// URL"
+            )
+    listen_url = reader.optional("DATABASE_LISTEN_URL")
+    if listen_url is not None and not _is_postgres_url(listen_url):
+        reader.errors.append("DATABASE_LISTEN_URL is not a postgresql:// URL")
+    pgbouncer = reader.boolean("DATABASE_PGBOUNCER", False)
+    # PgBouncer before 1.21 (Debian 12 ships 1.18) loses prepared statements between
+    # transactions: asyncpg's statement cache must be off. From 1.21 with
+    # max_prepared_statements set, DATABASE_STATEMENT_CACHE_SIZE may be raised again.
+    cache = reader.integer(
+        "DATABASE_STATEMENT_CACHE_SIZE",
+        0 if pgbouncer else DEFAULT_STATEMENT_CACHE_SIZE,
+        0,
+        100_000,
+    )
+    return {
+        "database_replica_urls": replicas,
+        "database_replica_max_lag_seconds": reader.number(
+            "DATABASE_REPLICA_MAX_LAG_SECONDS", 5.0, 0.0, 86400
+        ),
+        "database_replica_check_seconds": reader.number(
+            "DATABASE_REPLICA_CHECK_SECONDS", 1.0, 0.05, 60
+        ),
+        "database_listen_url": listen_url,
+        "database_pgbouncer": pgbouncer,
+        "database_statement_cache_size": cache,
+    }

@@ -1,0 +1,36 @@
+"""X-Consistency-Token (service/db/consistency.py): a write's answer carries the
+primary's WAL position after its commit; a read that sends it back is served only by a
+replica that has replayed that far, or by the primary. Outermost of the data
+middlewares, so it runs after an Idempotency-Key request's held transaction commits."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from service.db.consistency import HEADER, InvalidToken, decode_token, encode_token, requiring
+from service.errors import FieldError, ServiceError
+from service.http.appkeys import DATABASE
+from service.http.routing import Handler
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+@web.middleware
+async def consistency(request: web.Request, handler: Handler) -> web.StreamResponse:
+    sent = request.headers.get(HEADER)
+    required = None
+    if sent is not None:
+        try:
+            required = decode_token(sent)
+        except InvalidToken as exc:
+            message = f"{HEADER} is not a token this service issued"
+            raise ServiceError(
+                "VALIDATION_ERROR", message, details=[FieldError(HEADER, "invalid token")]
+            ) from exc
+    with requiring(required, writing=request.method not in SAFE_METHODS):
+        response = await handler(request)
+    if request.method not in SAFE_METHODS and response.status < 400:
+        position = await request.app[DATABASE].write_position()
+        if position is not None:
+            response.headers[HEADER] = encode_token(position)
+    return response

@@ -1,0 +1,60 @@
+"""A bound on heavy tree reads (whole descendants lists, streamed from one pooled
+connection for as long as the client takes to read them). Without it a burst of large
+requests from one caller holds every pooled connection and turns other tenants'
+requests into 503s. A caller past its share gets 429 at once; a request that finds no
+free slot in the process within a short wait gets 503; both with Retry-After."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from service.errors import ServiceError
+
+RETRY_AFTER = {"Retry-After": "1"}
+
+
+class HeavyReads:
+    def __init__(self, per_process: int, per_caller: int, wait_seconds: float) -> None:
+        self.per_caller = per_caller
+        self.wait_seconds = wait_seconds
+        self._slots = asyncio.Semaphore(per_process)
+        self._by_caller: dict[str, int] = {}
+
+    def running(self, caller: str) -> int:
+        return self._by_caller.get(caller, 0)
+
+    @asynccontextmanager
+    async def slot(self, caller: str) -> AsyncIterator[None]:
+        held = self._by_caller.get(caller, 0)
+        if held >= self.per_caller:
+            raise ServiceError(
+                "RATE_LIMITED",
+                f"at most {self.per_caller} whole-subtree reads at once per caller; "
+                "retry shortly or page with limit",
+                headers=RETRY_AFTER,
+            )
+        self._by_caller[caller] = held + 1
+        try:
+            try:
+                if self._slots.locked():
+                    await asyncio.wait_for(self._slots.acquire(), self.wait_seconds)
+                else:
+                    await self._slots.acquire()  # free: taken without a pause
+            except TimeoutError:
+                raise ServiceError(
+                    "SERVICE_UNAVAILABLE",
+                    "too many whole-subtree reads in progress; retry shortly",
+                    headers=RETRY_AFTER,
+                ) from None
+            try:
+                yield
+            finally:
+                self._slots.release()
+        finally:
+            left = self._by_caller[caller] - 1
+            if left:
+                self._by_caller[caller] = left
+            else:
+                del self._by_caller[caller]

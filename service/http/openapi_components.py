@@ -1,0 +1,244 @@
+"""The parts of the OpenAPI document every operation shares: security schemes, headers,
+header parameters, and one error response per status (components.responses).
+
+Error responses are described once per status with every code that status can carry; an
+operation refers to them and names its own codes in the reference's description (a 3.1
+Reference Object may override `description`), so the document is not the same error
+schema repeated per operation.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from service.errors import STATUS_BY_CODE
+
+REF = "#/components/schemas/{name}"
+JSON = "application/json"
+_ONE_CREDENTIAL = (
+    " Send one credential: a request with both X-API-Key and Authorization (whatever"
+    " their values) is refused with 400 AMBIGUOUS_CREDENTIALS."
+)
+SECURITY_SCHEMES = {
+    "ApiKey": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-API-Key",
+        "description": "An API key (sk_live_... or sk_test_...), optionally restricted to"
+        " a tenant's subtree." + _ONE_CREDENTIAL,
+    },
+    "Bearer": {
+        "type": "http",
+        "scheme": "bearer",
+        "bearerFormat": "JWT",
+        "description": "A JWT in Authorization: Bearer: HS256 signed with the deployment's"
+        " JWT_SECRET, or an access token of the configured OpenID Connect provider"
+        " (RS256, ES256, EdDSA, ... per JWT_ALGORITHMS; keys from its JWKS). Scopes come"
+        " from `scopes`, `scope` or `scp` (or JWT_SCOPES_CLAIM, through JWT_SCOPE_MAP); a"
+        " `tenant_id` claim (JWT_TENANT_CLAIM) restricts the token to that tenant's"
+        " subtree, as a tenant-scoped key is. 503 SERVICE_UNAVAILABLE when the provider's"
+        " keys cannot be had." + _ONE_CREDENTIAL,
+    },
+}
+_ETAG = {"type": "string", "pattern": '^(W/)?"[!#-~]*"$'}
+# Entity tags, comma-separated, or `*`. Any other text is not refused (it matches no
+# tag), so the schema is a plain string: a pattern would promise a refusal that never comes.
+_ENTITY_TAGS = {"type": "string"}
+# Request headers, described once under components.parameters and referenced.
+PARAMETERS: dict[str, dict[str, Any]] = {
+    "Idempotency-Key": {
+        "name": "Idempotency-Key",
+        "in": "header",
+        "required": False,
+        "description": "Send the same key again with the same request to get the first "
+        "answer replayed instead of running the request twice (24 hours; 422 with another "
+        "request).",
+        "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
+        "example": "3f0c8a52-create-acme",
+    },
+    "If-Match": {
+        "name": "If-Match",
+        "in": "header",
+        "required": False,
+        "description": "Change only if the tenant's current ETag is one of these (or `*`); "
+        "412 PRECONDITION_FAILED otherwise.",
+        "schema": _ENTITY_TAGS,
+        "example": '"5d41402abc4b2a76b9719d911017c592"',
+    },
+    "If-None-Match": {
+        "name": "If-None-Match",
+        "in": "header",
+        "required": False,
+        "description": "304 Not Modified, without a body, when the current ETag is one of "
+        "these (or `*`).",
+        "schema": _ENTITY_TAGS,
+        "example": '"5d41402abc4b2a76b9719d911017c592"',
+    },
+    "X-Request-ID": {
+        "name": "X-Request-ID",
+        "in": "header",
+        "required": False,
+        "description": "A request id to log and echo back: 1 to 128 of A-Z a-z 0-9 . _ : -"
+        " (any other value is not refused but replaced by a new id).",
+        "schema": {"type": "string"},
+        "example": "checkout-7f3a",
+    },
+}
+PARAMETERS["X-Consistency-Token"] = {
+    "name": "X-Consistency-Token",
+    "in": "header",
+    "required": False,
+    "description": "The X-Consistency-Token of an earlier write's answer: this read is then "
+    "served only by a database server that has that write (a caught-up read replica or "
+    "the primary). Opaque; a value this service did not issue is 400 VALIDATION_ERROR.",
+    # A version byte (1) and an 8-byte WAL position, base64url without padding.
+    "schema": {"type": "string", "pattern": "^A[Q-Za-f][A-Za-z0-9_-]{10}$"},
+    "example": "AQAAAAABX2do",
+}
+# Response headers, described once under components.headers and referenced.
+HEADERS: dict[str, dict[str, Any]] = {
+    "X-Request-ID": {
+        "description": "The request id (echoed from the request's X-Request-ID when valid)",
+        "required": True,
+        "schema": {"type": "string"},
+    },
+    "X-RateLimit-Limit": {
+        "description": "Requests the caller's bucket holds (authenticated requests)",
+        "schema": {"type": "integer"},
+    },
+    "X-RateLimit-Remaining": {
+        "description": "Requests left in the bucket (authenticated requests)",
+        "schema": {"type": "integer"},
+    },
+    "X-RateLimit-Reset": {
+        "description": "Seconds until Remaining grows by one (0 when full); equal to "
+        "Retry-After on a 429 (authenticated requests)",
+        "schema": {"type": "integer", "minimum": 0},
+    },
+    "RateLimit-Policy": {
+        "description": 'The quota (IETF RateLimit draft): `"default";q=<limit>;w=<window seconds>`',
+        "schema": {"type": "string"},
+    },
+    "RateLimit": {
+        "description": 'Where the caller stands: `"default";r=<remaining>;t=<reset seconds>`',
+        "schema": {"type": "string"},
+    },
+    "X-Consistency-Token": {
+        "description": "Where this write landed in the database's log, opaque: send it back "
+        "as X-Consistency-Token on later reads to be sure to read this write",
+        "schema": {"type": "string"},
+    },
+    "Link": {
+        "description": 'The next page (RFC 8288, rel="next"); absent on the last page',
+        "schema": {"type": "string"},
+    },
+    "Idempotent-Replayed": {
+        "description": "`true` when the answer replays the first answer to this Idempotency-Key",
+        "schema": {"type": "string", "enum": ["true"]},
+    },
+    "Retry-After": {
+        "description": "Whole seconds until a request can pass",
+        "required": True,
+        "schema": {"type": "integer", "minimum": 1},
+    },
+    "Retry-After-Optional": {
+        "description": "Whole seconds until a request can pass (when the cause is passing)",
+        "schema": {"type": "integer", "minimum": 1},
+    },
+    "ETag": {
+        "description": "The strong entity tag of this representation (for If-None-Match "
+        "and If-Match)",
+        "required": True,
+        "schema": _ETAG,
+    },
+    "Location": {
+        "description": "The address of the created resource",
+        "required": True,
+        "schema": {"type": "string", "format": "uri-reference"},
+    },
+    "X-Next-Cursor": {
+        "description": "The cursor of the next page (absent on the last page)",
+        "schema": {"type": "string", "format": "uuid"},
+    },
+}
+RATE_HEADERS = (
+    "X-RateLimit-Limit",
+    "X-RateLimit-Remaining",
+    "X-RateLimit-Reset",
+    "RateLimit-Policy",
+    "RateLimit",
+)
+# Statuses whose errors may carry Retry-After: 503 (an outage) and 409 (a request with
+# the same Idempotency-Key still running).
+_MAY_RETRY = (409, 503)
+
+
+def header_ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/headers/{name}"}
+
+
+def parameter_ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/parameters/{name}"}
+
+
+# Spelled out: http.HTTPStatus renames some phrases across Python versions (413, 422).
+_RESPONSE_NAMES = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    409: "Conflict",
+    410: "Gone",
+    412: "PreconditionFailed",
+    413: "ContentTooLarge",
+    415: "UnsupportedMediaType",
+    422: "UnprocessableContent",
+    429: "TooManyRequests",
+    500: "InternalServerError",
+    503: "ServiceUnavailable",
+}
+
+
+def response_name(status: int) -> str:
+    """`NotFound` for 404: the component name of that status's error answer."""
+    return _RESPONSE_NAMES.get(status) or f"Error{status}"
+
+
+def response_ref(status: int, codes: list[str]) -> dict[str, str]:
+    return {
+        "$ref": f"#/components/responses/{response_name(status)}",
+        "description": ", ".join(codes),
+    }
+
+
+def error_schema(codes: list[str]) -> dict[str, Any]:
+    return {
+        "allOf": [{"$ref": REF.format(name="Error")}],
+        "properties": {"error": {"properties": {"code": {"enum": codes}}}},
+    }
+
+
+def error_headers(status: int) -> dict[str, Any]:
+    headers = {name: header_ref(name) for name in ("X-Request-ID", *RATE_HEADERS)}
+    if status == 429:
+        headers["Retry-After"] = header_ref("Retry-After")
+    elif status in _MAY_RETRY:
+        headers["Retry-After"] = header_ref("Retry-After-Optional")
+    return headers
+
+
+def error_responses(statuses: set[int]) -> dict[str, Any]:
+    """One response per error status: the Error body with every code of that status."""
+    codes: dict[int, list[str]] = defaultdict(list)
+    for code, status in STATUS_BY_CODE.items():
+        codes[status].append(code)
+    responses = {}
+    for status in sorted(statuses):
+        responses[response_name(status)] = {
+            "description": f"HTTP {status}: " + ", ".join(codes[status]),
+            "headers": error_headers(status),
+            "content": {JSON: {"schema": error_schema(codes[status])}},
+        }
+    return responses

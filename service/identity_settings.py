@@ -1,0 +1,87 @@
+"""The settings of tokens from an OpenID Connect provider (docs/identity.md).
+
+Read by Settings.from_env (service/settings.py) as one block of its fields.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from service.settings import Settings
+
+ASYMMETRIC_ALGORITHMS = (
+    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"
+)  # fmt: skip
+PROVIDER_DEFAULT_ALGORITHMS = ("RS256", "ES256", "EdDSA")
+_SCOPE_NAMES = ("read", "write", "admin")
+
+
+class Reader(Protocol):
+    """What this needs of config's environment reader."""
+
+    errors: list[str]
+
+    def text(self, name: str, default: str) -> str: ...
+    def optional(self, name: str) -> str | None: ...
+    def duration(self, name: str, default: str) -> int: ...
+    def number(self, name: str, default: float, low: float, high: float) -> float: ...
+
+
+def identity_settings(reader: Reader, settings: Settings) -> dict[str, object]:
+    jwks_url = reader.optional("JWT_JWKS_URL")
+    issuer = reader.optional("OIDC_ISSUER")
+    if issuer is not None:
+        issuer = issuer.rstrip("/")
+    provider = jwks_url is not None or issuer is not None
+    for name, url in (("JWT_JWKS_URL", jwks_url), ("OIDC_ISSUER", issuer)):
+        if url is None:
+            continue
+        if not url.startswith(("https://", "http://")):
+            reader.errors.append(f"{name} must be an http(s) URL")
+        elif settings.is_production and not url.startswith("https://"):
+            reader.errors.append(f"{name} must use https when SERVICE_ENV=production")
+    default = PROVIDER_DEFAULT_ALGORITHMS if provider else ("HS256",)
+    raw = reader.text("JWT_ALGORITHMS", ",".join(default))
+    algorithms = tuple(dict.fromkeys(a.strip() for a in raw.split(",") if a.strip()))
+    # Never `none`, never an HMAC algorithm but HS256 with JWT_SECRET (a provider's
+    # public key must never double as an HMAC secret).
+    bad = [a for a in algorithms if a != "HS256" and a not in ASYMMETRIC_ALGORITHMS]
+    if bad or not algorithms:
+        reader.errors.append(
+            f"JWT_ALGORITHMS must list HS256 and/or {', '.join(ASYMMETRIC_ALGORITHMS)}, got {raw!r}"
+        )
+        algorithms = default
+    if not provider and any(a != "HS256" for a in algorithms):
+        reader.errors.append(
+            "JWT_ALGORITHMS names a public-key algorithm: set JWT_JWKS_URL or OIDC_ISSUER"
+        )
+    if provider and settings.is_production:
+        if settings.jwt_audience is None:
+            reader.errors.append("SERVICE_ENV=production with a JWKS requires JWT_AUDIENCE")
+        if settings.jwt_issuer is None and issuer is None:
+            reader.errors.append(
+                "SERVICE_ENV=production with JWT_JWKS_URL requires JWT_ISSUER or OIDC_ISSUER"
+            )
+    scope_map: list[tuple[str, str]] = []
+    for part in reader.text("JWT_SCOPE_MAP", "").split(","):
+        if not part.strip():
+            continue
+        name, sep, scope = part.strip().rpartition("=")
+        if not sep or not name.strip() or scope.strip() not in _SCOPE_NAMES:
+            reader.errors.append(
+                f"JWT_SCOPE_MAP entries are provider-scope=read|write|admin, got {part.strip()!r}"
+            )
+            continue
+        scope_map.append((name.strip(), scope.strip()))
+    return {
+        "jwt_jwks_url": jwks_url,
+        "oidc_issuer": issuer,
+        "jwt_algorithms": algorithms,
+        "jwt_scopes_claim": reader.optional("JWT_SCOPES_CLAIM"),
+        "jwt_scope_map": tuple(scope_map),
+        "jwt_tenant_claim": reader.text("JWT_TENANT_CLAIM", "tenant_id"),
+        "jwks_cache_seconds": reader.duration("JWT_JWKS_CACHE_TTL", "5 minutes"),
+        "jwks_max_stale_seconds": reader.duration("JWT_JWKS_MAX_STALE", "1 hour"),
+        "jwks_timeout_seconds": reader.number("JWT_JWKS_TIMEOUT_SECONDS", 5.0, 0.1, 60),
+    }

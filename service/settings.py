@@ -1,0 +1,444 @@
+"""Settings: one frozen object built from the environment (docs/api.md, Conventions)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import ipaddress
+import json
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal
+
+from service.database_settings import DEFAULT_STATEMENT_CACHE_SIZE, database_settings
+from service.durations import InvalidDuration, parse_duration
+from service.identity_settings import identity_settings
+from service.secret_strength import GENERATE_HINT, weakness
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+Environment = Literal["development", "production"]
+
+SECRETS_FILE = "secrets.json"
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+class ConfigError(Exception):
+    """The environment does not describe a valid configuration; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    port: int = 8080
+    host: str = "0.0.0.0"  # noqa: S104 - a service listens on every interface by default
+    database_url: str | None = None
+    data_dir: Path = Path(".data")
+    environment: Environment = "development"
+    jwt_secret: str = ""
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = None
+    api_key_hmac_secret: bytes = b""
+    encryption_key: bytes = b""
+    encryption_keys_previous: tuple[bytes, ...] = ()
+    rate_limit_max: int = 100
+    rate_limit_window_seconds: int = 60
+    redis_url: str | None = None
+    # Peers whose X-Forwarded-For names the client (service/http/clients.py).
+    trusted_proxies: tuple[IPNetwork, ...] = ()
+    # Which API-key environments authenticate here: a live-only deployment refuses
+    # sk_test_ keys outright. Production defaults to live only, development to both.
+    api_key_environments: tuple[str, ...] = ("live", "test")
+    # Every Redis key starts with this, so several deployments (or test runs) can share
+    # one Redis without colliding.
+    redis_key_prefix: str = "tenant-service:"
+    webhook_max_attempts: int = 6
+    webhook_retry_base_seconds: float = 10.0
+    webhook_retry_max_seconds: float = 3600.0
+    webhook_timeout_seconds: float = 10.0
+    webhook_allow_http: bool = False
+    webhook_allowed_private_cidrs: tuple[IPNetwork, ...] = ()
+    # Delivery attempts one process runs at once (0: this process delivers nothing).
+    webhook_concurrency: int = 16
+    # An endpoint failing without a success this long, or with this many dead letters
+    # since its last success (0: never by count), is disabled (issue 21).
+    webhook_disable_after_seconds: int = 5 * 86400
+    webhook_disable_after_dead_letters: int = 100
+    max_body_bytes: int = 1_048_576
+    max_tenant_depth: int = 32
+    regions: tuple[str, ...] = ("default",)
+    default_region: str = "default"
+    audit_log_retention_days: int = 365
+    delivery_retention_days: int = 30
+    consent_retention_days: int = 730
+    archived_tenant_retention_days: int = 0
+    db_pool_min_size: int = 2
+    db_pool_max_size: int = 10
+    # Rendered tenants and contexts kept per process (service/caches/read_cache.py);
+    # 0 turns the cache off.
+    read_cache_size: int = 20_000
+    # Heavy tree reads (whole descendants lists) at once, per process and per caller:
+    # beyond the caller's share 429, no process slot within the wait 503
+    # (service/http/heavy_reads.py).
+    heavy_reads_per_process: int = 4
+    heavy_reads_per_caller: int = 2
+    heavy_read_wait_seconds: float = 1.0
+    db_acquire_timeout_seconds: float = 5.0
+    db_statement_timeout_ms: int = 30_000
+    log_level: str = "info"
+    # SIGTERM: in-flight requests get this long to finish before they are cancelled.
+    shutdown_timeout_seconds: float = 30.0
+    # Processes `serve` runs on the port (SO_REUSEPORT); --workers overrides it.
+    workers: int = 1
+    # /metrics: its own listener (0: none) on METRICS_HOST, and/or a bearer token that
+    # opens GET /metrics on the main port (unset: 404 there).
+    metrics_port: int = 0
+    metrics_host: str = "127.0.0.1"
+    metrics_token: str | None = None
+    # A request's head must arrive within this long, its body within the second.
+    header_timeout_seconds: float = 10.0
+    body_timeout_seconds: float = 60.0
+    # Names of secrets that came from DATA_DIR rather than the environment (for a warning).
+    generated_secrets: tuple[str, ...] = field(default=())
+    # --- Tokens from an OpenID Connect provider (docs/identity.md) ---
+    jwt_jwks_url: str | None = None
+    oidc_issuer: str | None = None
+    jwt_algorithms: tuple[str, ...] = ("HS256",)
+    jwt_scopes_claim: str | None = None
+    # Provider scope name -> read/write/admin.
+    jwt_scope_map: tuple[tuple[str, str], ...] = ()
+    jwt_tenant_claim: str = "tenant_id"
+    jwks_cache_seconds: int = 300
+    # How long the last key set keeps serving while the provider cannot be reached.
+    jwks_max_stale_seconds: int = 3600
+    jwks_timeout_seconds: float = 5.0
+    # --- Replicas, PgBouncer, the direct connection (docs/scaling.md) ---
+    database_replica_urls: tuple[str, ...] = ()
+    database_replica_max_lag_seconds: float = 5.0
+    database_replica_check_seconds: float = 1.0
+    # LISTEN and migrations need a session of their own: never through PgBouncer.
+    database_listen_url: str | None = None
+    database_pgbouncer: bool = False
+    database_statement_cache_size: int = DEFAULT_STATEMENT_CACHE_SIZE
+
+    @property
+    def direct_database_url(self) -> str | None:
+        return self.database_listen_url or self.database_url
+
+    @property
+    def jwks_configured(self) -> bool:
+        return self.jwt_jwks_url is not None or self.oidc_issuer is not None
+
+    @property
+    def is_production(self) -> bool:
+        return self.environment == "production"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Build settings from a mapping (os.environ by default).
+
+        In development, secrets that are not set are generated once into DATA_DIR and
+        reused; in production a missing or weak secret stops the start.
+        """
+        source = dict(os.environ if env is None else env)
+        reader = _Reader(source)
+        environment = reader.choice("SERVICE_ENV", ("development", "production"), "development")
+        data_dir = Path(reader.text("DATA_DIR", ".data"))
+        regions = tuple(r.strip() for r in reader.text("SERVICE_REGIONS", "default").split(","))
+        regions = tuple(r for r in regions if r)
+        default_region = reader.text("DEFAULT_REGION", regions[0] if regions else "default")
+        if not regions:
+            reader.errors.append("SERVICE_REGIONS must name at least one region")
+        elif default_region not in regions:
+            reader.errors.append(f"DEFAULT_REGION {default_region!r} is not in SERVICE_REGIONS")
+
+        settings = cls(
+            port=reader.integer("PORT", 8080, 0, 65535),
+            host=reader.text("HOST", "0.0.0.0"),  # noqa: S104
+            database_url=reader.optional("DATABASE_URL"),
+            data_dir=data_dir,
+            environment=environment,  # type: ignore[arg-type]
+            jwt_issuer=reader.optional("JWT_ISSUER"),
+            jwt_audience=reader.optional("JWT_AUDIENCE"),
+            encryption_keys_previous=reader.previous_keys("SERVICE_ENCRYPTION_KEY_PREVIOUS"),
+            rate_limit_max=reader.integer("RATE_LIMIT_MAX", 100, 1, 100_000),
+            rate_limit_window_seconds=reader.duration("RATE_LIMIT_WINDOW", "1 minute"),
+            redis_url=reader.optional("REDIS_URL"),
+            trusted_proxies=reader.cidrs("TRUSTED_PROXIES"),
+            api_key_environments=reader.subset(
+                "API_KEY_ENVIRONMENTS",
+                ("live", "test"),
+                ("live",) if environment == "production" else ("live", "test"),
+            ),
+            redis_key_prefix=reader.text("REDIS_KEY_PREFIX", "tenant-service:"),
+            webhook_max_attempts=reader.integer("WEBHOOK_MAX_ATTEMPTS", 6, 1, 100),
+            webhook_retry_base_seconds=reader.number(
+                "WEBHOOK_RETRY_BASE_SECONDS", 10.0, 0.0, 86400
+            ),
+            webhook_retry_max_seconds=reader.number(
+                "WEBHOOK_RETRY_MAX_SECONDS", 3600.0, 0.0, 604800
+            ),
+            webhook_timeout_seconds=reader.number("WEBHOOK_TIMEOUT_SECONDS", 10.0, 0.1, 300),
+            webhook_allow_http=reader.boolean("WEBHOOK_ALLOW_HTTP", False),
+            webhook_allowed_private_cidrs=reader.cidrs("WEBHOOK_ALLOWED_PRIVATE_CIDRS"),
+            webhook_concurrency=reader.integer("WEBHOOK_CONCURRENCY", 16, 0, 1000),
+            webhook_disable_after_seconds=reader.integer(
+                "WEBHOOK_DISABLE_AFTER_SECONDS", 5 * 86400, 1, 10 * 365 * 86400
+            ),
+            webhook_disable_after_dead_letters=reader.integer(
+                "WEBHOOK_DISABLE_AFTER_DEAD_LETTERS", 100, 0, 1_000_000
+            ),
+            max_body_bytes=reader.integer("MAX_BODY_BYTES", 1_048_576, 1024, 1 << 30),
+            max_tenant_depth=reader.integer("MAX_TENANT_DEPTH", 32, 1, 1000),
+            regions=regions,
+            default_region=default_region,
+            audit_log_retention_days=reader.integer("AUDIT_LOG_RETENTION_DAYS", 365, 0, 36500),
+            delivery_retention_days=reader.integer("DELIVERY_RETENTION_DAYS", 30, 0, 36500),
+            consent_retention_days=reader.integer("CONSENT_RETENTION_DAYS", 730, 0, 36500),
+            archived_tenant_retention_days=reader.integer(
+                "ARCHIVED_TENANT_RETENTION_DAYS", 0, 0, 36500
+            ),
+            db_pool_min_size=reader.integer("DB_POOL_MIN_SIZE", 2, 0, 1000),
+            db_pool_max_size=reader.integer("DB_POOL_MAX_SIZE", 10, 1, 1000),
+            read_cache_size=reader.integer("READ_CACHE_SIZE", 20_000, 0, 10_000_000),
+            heavy_reads_per_process=reader.integer("HEAVY_READS_PER_PROCESS", 4, 1, 1000),
+            heavy_reads_per_caller=reader.integer("HEAVY_READS_PER_CALLER", 2, 1, 1000),
+            heavy_read_wait_seconds=reader.number("HEAVY_READ_WAIT_SECONDS", 1.0, 0.0, 60),
+            db_acquire_timeout_seconds=reader.number("DB_ACQUIRE_TIMEOUT_SECONDS", 5.0, 0.1, 300),
+            db_statement_timeout_ms=reader.integer("DB_STATEMENT_TIMEOUT_MS", 30_000, 0, 3_600_000),
+            shutdown_timeout_seconds=reader.number("SHUTDOWN_TIMEOUT_SECONDS", 30.0, 0.0, 3600),
+            workers=reader.integer("WORKERS", 1, 1, 64),
+            metrics_port=reader.integer("METRICS_PORT", 0, 0, 65535),
+            metrics_host=reader.text("METRICS_HOST", "127.0.0.1"),
+            metrics_token=reader.optional("METRICS_TOKEN"),
+            header_timeout_seconds=reader.number("HEADER_TIMEOUT_SECONDS", 10.0, 0.1, 3600),
+            body_timeout_seconds=reader.number("BODY_TIMEOUT_SECONDS", 60.0, 0.1, 3600),
+            log_level=reader.choice(
+                "LOG_LEVEL", ("debug", "info", "warning", "error"), "info", lower=True
+            ),
+        )
+        token_weakness = weakness((settings.metrics_token or "").encode())
+        if settings.metrics_token is not None and token_weakness is not None:
+            reader.errors.append(
+                f"METRICS_TOKEN is weak ({token_weakness}); generate one with {GENERATE_HINT}"
+            )
+        if settings.db_pool_min_size > settings.db_pool_max_size:
+            reader.errors.append("DB_POOL_MIN_SIZE must not exceed DB_POOL_MAX_SIZE")
+        settings = replace(settings, **identity_settings(reader, settings))  # type: ignore[arg-type]
+        settings = replace(settings, **database_settings(reader))  # type: ignore[arg-type]
+        secrets_ = _resolve_secrets(source, settings, reader)
+        if reader.errors:
+            raise ConfigError("invalid configuration: " + "; ".join(reader.errors))
+        return replace(settings, **secrets_)  # type: ignore[arg-type]
+
+
+def decode_encryption_key(text: str) -> bytes:
+    """Base64 text of exactly 32 bytes, as SERVICE_ENCRYPTION_KEY and the rotation body use."""
+    try:
+        raw = base64.b64decode(text.strip(), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ValueError("must be base64") from exc
+    if len(raw) != 32:
+        raise ValueError("must be base64 of exactly 32 bytes")
+    return raw
+
+
+def _resolve_secrets(
+    source: Mapping[str, str], settings: Settings, reader: _Reader
+) -> dict[str, object]:
+    jwt_secret = source.get("JWT_SECRET", "")
+    hmac_secret = source.get("SERVICE_API_KEY_HMAC_SECRET", "")
+    enc_text = source.get("SERVICE_ENCRYPTION_KEY", "")
+    enc_key = b""
+    if enc_text:
+        try:
+            enc_key = decode_encryption_key(enc_text)
+        except ValueError as exc:
+            reader.errors.append(f"SERVICE_ENCRYPTION_KEY {exc}")
+
+    if settings.is_production:
+        problems = []
+        named = [("SERVICE_API_KEY_HMAC_SECRET", hmac_secret)]
+        if "HS256" in settings.jwt_algorithms:  # without HS256 JWT_SECRET is not used
+            named.insert(0, ("JWT_SECRET", jwt_secret))
+        for name, value in named:
+            why = weakness(value.encode()) if value else None
+            if not value:
+                problems.append(f"{name} is missing")
+            elif why is not None:
+                problems.append(f"{name} is weak ({why}); generate one with {GENERATE_HINT}")
+        key_weakness = weakness(enc_key, min_length=32) if enc_key else None
+        if not enc_text:
+            problems.append("SERVICE_ENCRYPTION_KEY is missing")
+        elif key_weakness is not None:
+            problems.append(
+                f"SERVICE_ENCRYPTION_KEY is weak ({key_weakness}); generate one with "
+                "python -c 'import base64, os; print(base64.b64encode(os.urandom(32)).decode())'"
+            )
+        if problems:
+            reader.errors.append(
+                "SERVICE_ENV=production refuses to start without strong secrets: "
+                + ", ".join(problems)
+            )
+        return {
+            "jwt_secret": jwt_secret,
+            "api_key_hmac_secret": hmac_secret.encode(),
+            "encryption_key": enc_key,
+        }
+
+    generated: list[str] = []
+    stored: dict[str, str] = {}
+    if not (jwt_secret and hmac_secret and enc_text):
+        stored = _development_secrets(settings.data_dir)
+    if not jwt_secret:
+        jwt_secret = stored["jwt_secret"]
+        generated.append("JWT_SECRET")
+    if not hmac_secret:
+        hmac_secret = stored["api_key_hmac_secret"]
+        generated.append("SERVICE_API_KEY_HMAC_SECRET")
+    if not enc_text:
+        enc_key = decode_encryption_key(stored["encryption_key"])
+        generated.append("SERVICE_ENCRYPTION_KEY")
+    return {
+        "jwt_secret": jwt_secret,
+        "api_key_hmac_secret": hmac_secret.encode(),
+        "encryption_key": enc_key,
+        "generated_secrets": tuple(generated),
+    }
+
+
+def _development_secrets(data_dir: Path) -> dict[str, str]:
+    """Read DATA_DIR/secrets.json, creating it (mode 0600) on first use."""
+    path = data_dir / SECRETS_FILE
+    if path.exists():
+        loaded = json.loads(path.read_text())
+        if (
+            isinstance(loaded, dict)
+            and {
+                "jwt_secret",
+                "api_key_hmac_secret",
+                "encryption_key",
+            }
+            <= loaded.keys()
+        ):
+            return {k: str(v) for k, v in loaded.items()}
+    data_dir.mkdir(parents=True, exist_ok=True)
+    values = {
+        "jwt_secret": secrets.token_urlsafe(48),
+        "api_key_hmac_secret": secrets.token_urlsafe(48),
+        "encryption_key": base64.b64encode(secrets.token_bytes(32)).decode(),
+    }
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(values, handle, indent=2)
+    return values
+
+
+class _Reader:
+    """Reads typed values from the environment and collects every problem at once."""
+
+    def __init__(self, source: Mapping[str, str]) -> None:
+        self.source = source
+        self.errors: list[str] = []
+
+    def text(self, name: str, default: str) -> str:
+        value = self.source.get(name)
+        return default if value is None or value.strip() == "" else value.strip()
+
+    def optional(self, name: str) -> str | None:
+        value = self.source.get(name, "").strip()
+        return value or None
+
+    def integer(self, name: str, default: int, low: int, high: int) -> int:
+        raw = self.source.get(name, "").strip()
+        if not raw:
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            self.errors.append(f"{name} must be an integer, got {raw!r}")
+            return default
+        if not low <= value <= high:
+            self.errors.append(f"{name} must be between {low} and {high}")
+            return default
+        return value
+
+    def number(self, name: str, default: float, low: float, high: float) -> float:
+        raw = self.source.get(name, "").strip()
+        if not raw:
+            return default
+        try:
+            value = float(raw)
+        except ValueError:
+            self.errors.append(f"{name} must be a number, got {raw!r}")
+            return default
+        if not low <= value <= high:
+            self.errors.append(f"{name} must be between {low} and {high}")
+            return default
+        return value
+
+    def boolean(self, name: str, default: bool) -> bool:
+        raw = self.source.get(name)
+        if raw is None:
+            return default
+        lowered = raw.strip().lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+        self.errors.append(f"{name} must be true or false, got {raw!r}")
+        return default
+
+    def choice(
+        self, name: str, allowed: tuple[str, ...], default: str, *, lower: bool = False
+    ) -> str:
+        raw = self.text(name, default)
+        if lower:
+            raw = raw.lower()
+        if raw not in allowed:
+            self.errors.append(f"{name} must be one of {', '.join(allowed)}, got {raw!r}")
+            return default
+        return raw
+
+    def subset(
+        self, name: str, allowed: tuple[str, ...], default: tuple[str, ...]
+    ) -> tuple[str, ...]:
+        """A comma-separated, non-empty subset of allowed."""
+        raw = self.text(name, ",".join(default))
+        chosen = tuple(dict.fromkeys(p.strip().lower() for p in raw.split(",") if p.strip()))
+        if not chosen or any(c not in allowed for c in chosen):
+            self.errors.append(f"{name} must list some of {', '.join(allowed)}, got {raw!r}")
+            return default
+        return chosen
+
+    def duration(self, name: str, default: str) -> int:
+        raw = self.text(name, default)
+        try:
+            return parse_duration(raw)
+        except InvalidDuration as exc:
+            self.errors.append(f"{name}: {exc}")
+            return parse_duration(default)
+
+    def cidrs(self, name: str) -> tuple[IPNetwork, ...]:
+        networks: list[IPNetwork] = []
+        for part in self.text(name, "").split(","):
+            if not part.strip():
+                continue
+            try:
+                networks.append(ipaddress.ip_network(part.strip(), strict=False))
+            except ValueError:
+                self.errors.append(f"{name}: {part.strip()!r} is not a CIDR")
+        return tuple(networks)
+
+    def previous_keys(self, name: str) -> tuple[bytes, ...]:
+        keys: list[bytes] = []
+        for part in self.text(name, "").split(","):
+            if not part.strip():
+                continue
+            try:
+                keys.append(decode_encryption_key(part))
+            except ValueError as exc:
+                self.errors.append(f"{name}: an entry {exc}")
+        return tuple(keys)

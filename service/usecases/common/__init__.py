@@ -1,0 +1,1 @@
+"""Plumbing every use case shares: dependencies, change recording, tenant access, idempotency."""

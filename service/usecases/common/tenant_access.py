@@ -1,0 +1,52 @@
+"""Rules every tenant use case applies: subtree visibility and the archived state."""
+
+from __future__ import annotations
+
+from typing import Protocol, TypeVar
+
+from service.auth.principal import Principal
+from service.errors import ServiceError, tenant_archived, tenant_not_found
+from service.etags import if_match_satisfied
+from service.repositories.tenants import Tenant
+from service.views.base import etag
+from service.views.tenants import Tenant as TenantView
+
+
+class HasPath(Protocol):
+    @property
+    def ancestry_path(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+
+
+N = TypeVar("N", bound=HasPath)
+
+
+def visible(principal: Principal, node: N | None) -> N:
+    """The node, or 404 when it does not exist or lies outside the caller's subtree."""
+    if node is None or not principal.can_see_path(node.ancestry_path):
+        raise tenant_not_found()
+    return node
+
+
+def active(node: N) -> N:
+    if node.status == "archived":
+        raise tenant_archived()
+    return node
+
+
+def visible_active(principal: Principal, node: N | None) -> N:
+    return active(visible(principal, node))
+
+
+def check_if_match(if_match: str | None, tenant: Tenant) -> None:
+    if not if_match_satisfied(if_match, etag(TenantView.of(tenant))):
+        raise ServiceError(
+            "PRECONDITION_FAILED", "the tenant changed since it was read (If-Match is stale)"
+        )
+
+
+def root_denied() -> ServiceError:
+    return ServiceError(
+        "TENANT_ACCESS_DENIED", "a tenant-scoped caller cannot create or move root tenants"
+    )

@@ -1,0 +1,1 @@
+"""Use cases of compliance: audit, consents, export and purge, regions, retention, key rotation."""

@@ -1,0 +1,78 @@
+"""GDPR purge: hard-delete a tenant (and, with cascade, its subtree) under the tree
+root's exclusive lock, as a move takes it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from uuid import UUID
+
+import asyncpg
+
+from service.auth.principal import Actor, Principal
+from service.caches.key_cache import KeyCache
+from service.errors import RetryTransaction, ServiceError, validation_error
+from service.repositories.gdpr import PurgedRows
+from service.schemas.tenant_admin import PurgeBody
+from service.usecases.common.deps import Deps
+from service.usecases.common.recording import AuditRecord
+from service.usecases.common.tenant_access import visible
+from service.usecases.compliance.purging import forget_credentials, purge_tenant_rows
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeResult:
+    tenant_id: UUID
+    purged: PurgedRows
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return self.purged.counts
+
+
+class TenantPurge:
+    def __init__(self, deps: Deps, cache: KeyCache) -> None:
+        self.deps = deps
+        self.tenants = deps.repos.tenants
+        self.cache = cache
+
+    async def purge(
+        self, principal: Principal, actor: Actor, tenant_id: UUID, body: PurgeBody
+    ) -> PurgeResult:
+        async def work(conn: asyncpg.Connection) -> PurgeResult:
+            seen = visible(
+                principal, (await self.tenants.get_tenant_nodes(conn, [tenant_id])).get(tenant_id)
+            )
+            await self.tenants.lock_tree_roots_exclusive(conn, [seen.root_id])
+            node = visible(principal, await self.tenants.get_tenant_node(conn, tenant_id))
+            if node.root_id != seen.root_id:
+                raise RetryTransaction  # moved to another tree before the lock
+            tenant = await self.tenants.get_tenant(conn, tenant_id)
+            assert tenant is not None
+            if body.confirm != tenant.slug:
+                raise validation_error("confirm", "must equal the tenant's slug")
+            children = await self.tenants.list_children(conn, tenant_id, status="all", limit=1)
+            if children and not body.cascade:
+                raise ServiceError(
+                    "HAS_CHILDREN",
+                    "the tenant has children (archived ones count); purge them first or "
+                    "send cascade: true",
+                )
+            ids = await self.deps.repos.gdpr.lock_subtree_for_purge(conn, tenant_id)
+            purged = await purge_tenant_rows(conn, self.deps.repos, ids)
+            await self.deps.recorder.record(
+                conn,
+                actor,
+                AuditRecord(
+                    "tenant.purged",
+                    "tenant",
+                    tenant_id,
+                    tenant_id,
+                    # Only counts: the purged tenant's data must not survive in the log.
+                    {"redacted": True, "cascade": body.cascade, "counts": purged.counts},
+                ),
+            )
+            return PurgeResult(tenant_id, purged)
+
+        result = await self.deps.db.transaction(work)
+        forget_credentials(self.cache, result.purged)
+        return result

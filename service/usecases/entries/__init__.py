@@ -1,0 +1,1 @@
+"""Use cases of a tenant's own entries: config entries and permission policies."""

@@ -1,0 +1,192 @@
+"""A tenant's own config entries: list, read, create or replace, delete."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+from msgspec import UNSET
+
+from service.auth.principal import Actor, Principal
+from service.crypto import DecryptionError
+from service.errors import ServiceError
+from service.repositories.config_entries import ConfigEntry, ConfigWrite
+from service.schemas.config import ConfigPut
+from service.usecases.common.deps import Deps
+from service.usecases.common.recording import AuditRecord, Event
+from service.usecases.common.tenant_access import visible_active
+from service.usecases.entries.values import (
+    check_reveal,
+    encrypt_value,
+    same_json,
+    shown_value,
+    try_decrypt,
+)
+from service.usecases.entries.writes import EntryStore, EntryWrites
+from service.views.base import SENSITIVE_MASK
+
+
+@dataclass(frozen=True, slots=True)
+class ShownEntry:
+    """An entry with its value as this caller may see it."""
+
+    entry: ConfigEntry
+    value: Any
+
+
+def config_not_found(key: str) -> ServiceError:
+    return ServiceError("CONFIG_NOT_FOUND", f"the tenant has no config entry {key!r}")
+
+
+def _audit_view(entry: ConfigEntry | None) -> dict[str, Any] | None:
+    if entry is None:
+        return None
+    return {
+        "value": SENSITIVE_MASK if entry.sensitive else entry.value,
+        "locked": entry.locked,
+        "sensitive": entry.sensitive,
+        "reveal_to_descendants": entry.reveal_to_descendants,
+    }
+
+
+def updated_event(entry: ConfigEntry) -> Event:
+    return Event(
+        "config.updated",
+        entry.tenant_id,
+        {
+            "tenant_id": str(entry.tenant_id),
+            "key": entry.key,
+            "value": SENSITIVE_MASK if entry.sensitive else entry.value,
+            "locked": entry.locked,
+            "sensitive": entry.sensitive,
+        },
+    )
+
+
+class ConfigEntries:
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+        self.tenants = deps.repos.tenants
+        self.config = deps.repos.config
+        self.writes = EntryWrites(
+            deps,
+            EntryStore(
+                kind="config",
+                resource="config_entry",
+                locked_code="CONFIG_LOCKED",
+                not_found=config_not_found,
+                audit_view=_audit_view,
+                get=self.config.get_config_entry,
+                remove=self.config.delete_config_entry,
+                lock_keys=self.config.lock_config_keys,
+                find_locked=self.config.find_locked_config_keys,
+            ),
+        )
+
+    def _shown(self, entry: ConfigEntry, reveal: bool) -> ShownEntry:
+        value = shown_value(
+            self.deps.keyring.encryptor,
+            tenant_id=entry.tenant_id,
+            key=entry.key,
+            value=entry.value,
+            encrypted_value=entry.encrypted_value,
+            sensitive=entry.sensitive,
+            reveal=reveal,
+        )
+        return ShownEntry(entry, value)
+
+    async def list_entries(
+        self, principal: Principal, tenant_id: UUID, *, reveal: bool
+    ) -> list[ShownEntry]:
+        reveal = check_reveal(principal, reveal)
+        async with self.deps.db.read_connection() as conn:
+            visible_active(principal, await self.tenants.get_tenant(conn, tenant_id))
+            entries = await self.config.list_config_entries(conn, tenant_id)
+        return [self._shown(e, reveal) for e in entries]
+
+    async def get(
+        self, principal: Principal, tenant_id: UUID, key: str, *, reveal: bool
+    ) -> ShownEntry:
+        reveal = check_reveal(principal, reveal)
+        async with self.deps.db.read_connection() as conn:
+            visible_active(principal, await self.tenants.get_tenant(conn, tenant_id))
+            entry = await self.config.get_config_entry(conn, tenant_id, key)
+        if entry is None:
+            raise config_not_found(key)
+        return self._shown(entry, reveal)
+
+    async def put(
+        self, principal: Principal, actor: Actor, tenant_id: UUID, key: str, body: ConfigPut
+    ) -> tuple[ShownEntry, bool]:
+        """Create or replace the entry; returns it (masked) and whether it was created."""
+        if body.reveal_to_descendants is True and not principal.has_scope("admin"):
+            # Sharing a secret with the admins below is a decision about who reads it.
+            raise ServiceError(
+                "INSUFFICIENT_SCOPE", "reveal_to_descendants: true needs the admin scope"
+            )
+
+        async def work(conn: asyncpg.Connection) -> tuple[ShownEntry, bool]:
+            node = await self.writes.lock_key(conn, principal, tenant_id, key)
+            await self.writes.refuse_locked(conn, node, key)
+            before = await self.config.get_config_entry(conn, tenant_id, key)
+            locked = body.locked if body.locked is not UNSET else bool(before and before.locked)
+            sensitive = (
+                body.sensitive if body.sensitive is not UNSET else bool(before and before.sensitive)
+            )
+            shared = (
+                body.reveal_to_descendants
+                if body.reveal_to_descendants is not UNSET
+                else bool(before and before.reveal_to_descendants)
+            )
+            if (
+                before is not None
+                and before.reveal_to_descendants == shared
+                and self._unchanged(before, body.value, locked, sensitive)
+            ):
+                return self._shown(before, False), False
+            write = (
+                ConfigWrite(
+                    key,
+                    None,
+                    encrypt_value(self.deps.keyring.encryptor, tenant_id, key, body.value),
+                    True,
+                )
+                if sensitive
+                else ConfigWrite(key, body.value, None, False)
+            )
+            after = await self.config.upsert_config_entry(
+                conn, tenant_id, write, locked=locked, reveal_to_descendants=shared
+            )
+            await self.deps.recorder.record(
+                conn,
+                actor,
+                AuditRecord(
+                    "config.updated",
+                    "config_entry",
+                    key,
+                    tenant_id,
+                    {"before": _audit_view(before), "after": _audit_view(after)},
+                ),
+                [updated_event(after)],
+            )
+            return self._shown(after, False), before is None
+
+        return await self.deps.db.transaction(work)
+
+    def _unchanged(self, before: ConfigEntry, value: Any, locked: bool, sensitive: bool) -> bool:
+        if before.locked != locked or before.sensitive != sensitive:
+            return False
+        if not sensitive:
+            return same_json(before.value, value)
+        assert before.encrypted_value is not None
+        try:
+            old = try_decrypt(self.deps.keyring.encryptor, before.tenant_id, before.key,
+                              before.encrypted_value)  # fmt: skip
+        except DecryptionError:
+            return False  # an unreadable secret is replaced, never compared
+        return same_json(old, value)
+
+    async def delete(self, principal: Principal, actor: Actor, tenant_id: UUID, key: str) -> None:
+        await self.writes.delete(principal, actor, tenant_id, key)

@@ -1,0 +1,112 @@
+"""A tenant's own permission policies: list, read, create or replace, delete."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+from msgspec import UNSET
+
+from service.auth.principal import Actor, Principal
+from service.errors import ServiceError
+from service.repositories.permissions import PermissionPolicy
+from service.schemas.config import PermissionPut
+from service.usecases.common.deps import Deps
+from service.usecases.common.recording import AuditRecord, Event
+from service.usecases.common.tenant_access import visible_active
+from service.usecases.entries.writes import EntryStore, EntryWrites
+
+DEFAULT_MODE = "INHERIT"
+
+
+def permission_not_found(key: str) -> ServiceError:
+    return ServiceError("PERMISSION_NOT_FOUND", f"the tenant has no permission policy {key!r}")
+
+
+def _audit_view(policy: PermissionPolicy | None) -> dict[str, Any] | None:
+    return None if policy is None else {"value": policy.value, "mode": policy.mode}
+
+
+def _event(kind: str, policy: PermissionPolicy) -> Event:
+    return Event(
+        f"permission.{kind}",
+        policy.tenant_id,
+        {
+            "tenant_id": str(policy.tenant_id),
+            "key": policy.key,
+            "value": policy.value,
+            "mode": policy.mode,
+        },
+    )
+
+
+class PermissionPolicies:
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+        self.tenants = deps.repos.tenants
+        self.permissions = deps.repos.permissions
+        self.writes = EntryWrites(
+            deps,
+            EntryStore(
+                kind="permission",
+                resource="permission_policy",
+                locked_code="PERMISSION_LOCKED",
+                not_found=permission_not_found,
+                audit_view=_audit_view,
+                get=self.permissions.get_permission_policy,
+                remove=self.permissions.delete_permission_policy,
+                lock_keys=self.permissions.lock_permission_keys,
+                find_locked=self.permissions.find_locked_permission_keys,
+            ),
+        )
+
+    async def list_policies(self, principal: Principal, tenant_id: UUID) -> list[PermissionPolicy]:
+        async with self.deps.db.read_connection() as conn:
+            visible_active(principal, await self.tenants.get_tenant(conn, tenant_id))
+            return await self.permissions.list_permission_policies(conn, tenant_id)
+
+    async def get(self, principal: Principal, tenant_id: UUID, key: str) -> PermissionPolicy:
+        async with self.deps.db.read_connection() as conn:
+            visible_active(principal, await self.tenants.get_tenant(conn, tenant_id))
+            policy = await self.permissions.get_permission_policy(conn, tenant_id, key)
+        if policy is None:
+            raise permission_not_found(key)
+        return policy
+
+    async def put(
+        self, principal: Principal, actor: Actor, tenant_id: UUID, key: str, body: PermissionPut
+    ) -> tuple[PermissionPolicy, bool]:
+        """Create or replace the policy; returns it and whether it was created."""
+
+        async def work(conn: asyncpg.Connection) -> tuple[PermissionPolicy, bool]:
+            node = await self.writes.lock_key(conn, principal, tenant_id, key)
+            await self.writes.refuse_locked(conn, node, key)
+            before = await self.permissions.get_permission_policy(conn, tenant_id, key)
+            mode = (
+                body.mode if body.mode is not UNSET else (before.mode if before else DEFAULT_MODE)
+            )
+            if before is not None and before.value == body.value and before.mode == mode:
+                return before, False
+            after = await self.permissions.upsert_permission_policy(
+                conn, tenant_id, key, value=body.value, mode=mode
+            )
+            kind = "created" if before is None else "updated"
+            await self.deps.recorder.record(
+                conn,
+                actor,
+                AuditRecord(
+                    f"permission.{kind}",
+                    "permission_policy",
+                    key,
+                    tenant_id,
+                    {"before": _audit_view(before), "after": _audit_view(after)},
+                ),
+                [_event(kind, after)],
+            )
+            return after, before is None
+
+        return await self.deps.db.transaction(work)
+
+    async def delete(self, principal: Principal, actor: Actor, tenant_id: UUID, key: str) -> None:
+        await self.writes.delete(principal, actor, tenant_id, key)

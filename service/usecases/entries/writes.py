@@ -1,0 +1,114 @@
+"""The write path config entries and permission policies share: locking, refusal under
+an ancestor's lock, and delete. Each kind describes its own storage in an EntryStore.
+
+A write takes its tree root FOR SHARE (as creates do, so no move rewrites the chain of
+ancestors meanwhile), then the tenant FOR SHARE (so no archive runs meanwhile), then a
+(tree root, key) transaction lock. That last lock serializes writes of the same key in
+one tree: a write below cannot slip past an ancestor that is locking the key at the
+same moment, because whichever comes second sees the other's committed row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+from uuid import UUID
+
+import asyncpg
+
+from service.auth.principal import Actor, Principal
+from service.errors import FieldError, RetryTransaction, ServiceError
+from service.repositories.tenants import TenantNode, TenantsRepository
+from service.usecases.common.deps import Deps
+from service.usecases.common.recording import AuditRecord, Event
+from service.usecases.common.tenant_access import active, visible
+
+E = TypeVar("E")
+
+
+async def lock_tenant_for_entries(
+    conn: asyncpg.Connection, tenants: TenantsRepository, principal: Principal, tenant_id: UUID
+) -> TenantNode:
+    """The tenant, share-locked with its tree root; 404 outside the subtree, 410 archived."""
+    seen = visible(principal, (await tenants.get_tenant_nodes(conn, [tenant_id])).get(tenant_id))
+    await tenants.lock_tree_roots_shared(conn, [seen.root_id])
+    node = visible(
+        principal, (await tenants.lock_tenant_nodes_shared(conn, [tenant_id])).get(tenant_id)
+    )
+    if node.root_id != seen.root_id:
+        raise RetryTransaction  # moved to another tree before the lock
+    return active(node)
+
+
+def key_locked(code: str, what: str, key: str, holder: UUID) -> ServiceError:
+    return ServiceError(
+        code,
+        f"{what} key {key!r} is locked by ancestor {holder}",
+        details=[FieldError("key", "locked by an ancestor")],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class EntryStore(Generic[E]):
+    """How one kind of entry is stored, named and audited."""
+
+    kind: str  # "config" or "permission": event and audit action prefix, error wording
+    resource: str  # the audit entry's resource type
+    locked_code: str  # the error code of a write refused under an ancestor's lock
+    not_found: Callable[[str], ServiceError]
+    audit_view: Callable[[E | None], dict[str, Any] | None]
+    get: Callable[[asyncpg.Connection, UUID, str], Awaitable[E | None]]
+    remove: Callable[[asyncpg.Connection, UUID, str], Awaitable[E | None]]
+    lock_keys: Callable[[asyncpg.Connection, Sequence[tuple[UUID, str]]], Awaitable[None]]
+    find_locked: Callable[[asyncpg.Connection, UUID, Sequence[str]], Awaitable[dict[str, UUID]]]
+
+
+class EntryWrites(Generic[E]):
+    def __init__(self, deps: Deps, store: EntryStore[E]) -> None:
+        self.deps = deps
+        self.store = store
+
+    async def lock_key(
+        self, conn: asyncpg.Connection, principal: Principal, tenant_id: UUID, key: str
+    ) -> TenantNode:
+        """The tenant locked for entry writes, then the (tree root, key) lock."""
+        node = await lock_tenant_for_entries(conn, self.deps.repos.tenants, principal, tenant_id)
+        await self.store.lock_keys(conn, [(node.root_id, key)])
+        return node
+
+    async def refuse_locked(self, conn: asyncpg.Connection, node: TenantNode, key: str) -> None:
+        """409 when an ancestor of the tenant holds the key locked."""
+        if node.parent_id is None:
+            return
+        locked = await self.store.find_locked(conn, node.parent_id, [key])
+        if key in locked:
+            raise key_locked(self.store.locked_code, self.store.kind, key, locked[key])
+
+    async def delete(self, principal: Principal, actor: Actor, tenant_id: UUID, key: str) -> None:
+        store = self.store
+
+        async def work(conn: asyncpg.Connection) -> None:
+            node = await self.lock_key(conn, principal, tenant_id, key)
+            if await store.get(conn, tenant_id, key) is None:
+                raise store.not_found(key)
+            # Removing a key is a write too: refused under an ancestor's lock, as PUT and PATCH are.
+            await self.refuse_locked(conn, node, key)
+            before = await store.remove(conn, tenant_id, key)
+            if before is None:
+                raise store.not_found(key)
+            action = f"{store.kind}.deleted"
+            await self.deps.recorder.record(
+                conn,
+                actor,
+                AuditRecord(
+                    action,
+                    store.resource,
+                    key,
+                    tenant_id,
+                    {"before": store.audit_view(before), "after": None},
+                ),
+                [Event(action, tenant_id, {"tenant_id": str(tenant_id), "key": key})],
+            )
+
+        await self.deps.db.transaction(work)

@@ -1,0 +1,111 @@
+"""Every use case, built once by the app factory (the one wiring table; handlers reach it
+through service.http.appkeys.use_cases)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from service.caches.key_cache import KeyCache
+from service.caches.read_cache import ReadCache
+from service.usecases.common.deps import Deps
+from service.usecases.common.idempotency import IdempotentAnswers
+from service.usecases.compliance.audit import AuditQueries
+from service.usecases.compliance.audit_chain import AuditChain
+from service.usecases.compliance.consents import Consents
+from service.usecases.compliance.export import TenantExport
+from service.usecases.compliance.key_rotation import EncryptionKeyRotation
+from service.usecases.compliance.purge import TenantPurge
+from service.usecases.compliance.regions import RegionMigrations
+from service.usecases.compliance.retention import Retention
+from service.usecases.entries.config_entries import ConfigEntries
+from service.usecases.entries.impact import ConfigImpact
+from service.usecases.entries.permission_impact import PermissionImpact
+from service.usecases.entries.permissions import PermissionPolicies
+from service.usecases.keys.commands import ApiKeyCommands
+from service.usecases.keys.queries import ApiKeyQueries
+from service.usecases.keys.roles import RoleManagement
+from service.usecases.keys.signed_in import SignedIn
+from service.usecases.tenants.changes import TenantChanges
+from service.usecases.tenants.context import TenantContext
+from service.usecases.tenants.creation import TenantCreation
+from service.usecases.tenants.move_preview import MovePreview
+from service.usecases.tenants.moves import TenantMoves
+from service.usecases.tenants.queries import TenantQueries
+from service.usecases.webhooks.changes import WebhookChanges
+from service.usecases.webhooks.delivery_admin import DeliveryAdmin
+from service.usecases.webhooks.health import WebhookHealth
+from service.usecases.webhooks.queries import WebhookQueries, WebhookTesting
+from service.webhooks.sender import WebhookSender
+
+
+@dataclass(frozen=True, slots=True)
+class UseCases:
+    # tenants
+    tenant_queries: TenantQueries
+    tenant_creation: TenantCreation
+    tenant_changes: TenantChanges
+    tenant_moves: TenantMoves
+    move_preview: MovePreview
+    tenant_context: TenantContext
+    # a tenant's entries
+    config_entries: ConfigEntries
+    config_impact: ConfigImpact
+    permission_impact: PermissionImpact
+    permission_policies: PermissionPolicies
+    # keys and roles
+    api_key_commands: ApiKeyCommands
+    api_key_queries: ApiKeyQueries
+    role_management: RoleManagement
+    signed_in: SignedIn
+    # webhooks
+    webhook_changes: WebhookChanges
+    webhook_queries: WebhookQueries
+    webhook_testing: WebhookTesting
+    delivery_admin: DeliveryAdmin
+    webhook_health: WebhookHealth
+    # compliance
+    audit_queries: AuditQueries
+    audit_chain: AuditChain
+    consents: Consents
+    tenant_export: TenantExport
+    tenant_purge: TenantPurge
+    region_migrations: RegionMigrations
+    retention: Retention
+    encryption_key_rotation: EncryptionKeyRotation
+    # shared
+    idempotent_answers: IdempotentAnswers
+
+    @classmethod
+    def build(
+        cls, deps: Deps, *, reads: ReadCache, keys: KeyCache, sender: WebhookSender
+    ) -> UseCases:
+        return cls(
+            tenant_queries=TenantQueries(deps, reads),
+            tenant_creation=TenantCreation(deps),
+            tenant_changes=TenantChanges(deps),
+            tenant_moves=TenantMoves(deps),
+            move_preview=MovePreview(deps),
+            tenant_context=TenantContext(deps, reads),
+            config_entries=ConfigEntries(deps),
+            config_impact=ConfigImpact(deps),
+            permission_impact=PermissionImpact(deps),
+            permission_policies=PermissionPolicies(deps),
+            api_key_commands=ApiKeyCommands(deps, keys),
+            api_key_queries=ApiKeyQueries(deps),
+            role_management=RoleManagement(deps, keys),
+            signed_in=SignedIn(deps),
+            webhook_changes=WebhookChanges(deps, sender.guard),
+            webhook_queries=WebhookQueries(deps),
+            webhook_testing=WebhookTesting(deps, sender),
+            delivery_admin=DeliveryAdmin(deps),
+            webhook_health=WebhookHealth(deps),
+            audit_queries=AuditQueries(deps),
+            audit_chain=AuditChain(deps),
+            consents=Consents(deps),
+            tenant_export=TenantExport(deps),
+            tenant_purge=TenantPurge(deps, keys),
+            region_migrations=RegionMigrations(deps),
+            retention=Retention(deps, keys),
+            encryption_key_rotation=EncryptionKeyRotation(deps),
+            idempotent_answers=IdempotentAnswers(deps),
+        )

@@ -1,0 +1,1 @@
+"""Use cases of tenants: creation, changes, moves, reads and the resolved context."""

@@ -1,0 +1,253 @@
+"""Changing a tenant in place: PATCH (fields, metadata, config), archive and restore."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+import orjson
+from msgspec import UNSET
+
+from service.auth.principal import Actor, Principal
+from service.crypto import PURPOSE_CONFIG, config_aad
+from service.errors import FieldError, RetryTransaction, ServiceError
+from service.repositories.config_entries import ConfigEntry, ConfigWrite
+from service.repositories.tenants import Tenant, TenantNode
+from service.schemas.tenants import TenantPatch
+from service.usecases.common.deps import Deps
+from service.usecases.common.merge_patch import merge_patch
+from service.usecases.common.recording import AuditRecord, Event
+from service.usecases.common.tenant_access import check_if_match, visible, visible_active
+from service.usecases.entries.values import same_json
+from service.views.base import SENSITIVE_MASK, document, instant_or_none, opt_str
+from service.views.tenants import Tenant as TenantView
+
+
+def config_locked(key: str, holder: UUID) -> ServiceError:
+    return ServiceError(
+        "CONFIG_LOCKED",
+        f"config key {key!r} is locked by ancestor {holder}",
+        details=[FieldError(f"config.{key}", "locked by an ancestor")],
+    )
+
+
+class TenantChanges:
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+        self.tenants = deps.repos.tenants
+        self.config = deps.repos.config
+
+    async def update(
+        self,
+        principal: Principal,
+        actor: Actor,
+        tenant_id: UUID,
+        patch: TenantPatch,
+        *,
+        if_match: str | None,
+    ) -> Tenant:
+        async def work(conn: asyncpg.Connection) -> Tenant:
+            node = visible_active(principal, await self.tenants.lock_tenant_node(conn, tenant_id))
+            before = await self.tenants.get_tenant(conn, tenant_id)
+            assert before is not None
+            check_if_match(if_match, before)
+            changed: list[str] = []
+            name = before.name if patch.name is UNSET else patch.name
+            slug = before.slug if patch.slug is UNSET else patch.slug
+            metadata = (
+                before.metadata
+                if patch.metadata is UNSET
+                else merge_patch(before.metadata, patch.metadata)
+            )
+            for field, old, new in (
+                ("name", before.name, name),
+                ("slug", before.slug, slug),
+                ("metadata", before.metadata, metadata),
+            ):
+                if old != new:
+                    changed.append(field)
+            events: list[Event] = []
+            if patch.config is not UNSET and patch.config:
+                events = await self._apply_config(conn, node, patch.config)
+                if events:
+                    changed.append("config")
+            if not changed:
+                return before
+            if {"name", "slug", "metadata"} & set(changed):
+                await self.tenants.update_tenant_fields(
+                    conn, tenant_id, name=name, slug=slug, metadata=metadata
+                )
+            after = await self.tenants.get_tenant(conn, tenant_id)
+            assert after is not None
+            old_json, new_json = document(TenantView.of(before)), document(TenantView.of(after))
+            updated = Event("tenant.updated", tenant_id, {**new_json, "changed_fields": changed})
+            await self.deps.recorder.record(
+                conn,
+                actor,
+                AuditRecord(
+                    "tenant.updated",
+                    "tenant",
+                    tenant_id,
+                    tenant_id,
+                    {
+                        "before": {f: old_json[f] for f in changed},
+                        "after": {f: new_json[f] for f in changed},
+                    },
+                ),
+                [updated, *events],
+            )
+            return after
+
+        return await self.deps.db.transaction(work)
+
+    async def _apply_config(
+        self, conn: asyncpg.Connection, node: TenantNode, patch: dict[str, Any]
+    ) -> list[Event]:
+        """Merge the config patch into the tenant's own entries; events for what changed."""
+        # The tenant is locked FOR UPDATE, so its chain of ancestors (and root) is fixed;
+        # the key locks keep a concurrent lock by an ancestor from being missed.
+        await self.config.lock_config_keys(conn, [(node.root_id, key) for key in patch])
+        if node.parent_id is not None:
+            locked = await self.config.find_locked_config_keys(conn, node.parent_id, list(patch))
+            if locked:
+                key = sorted(locked)[0]
+                raise config_locked(key, locked[key])
+        existing = {e.key: e for e in await self.config.list_config_entries(conn, node.id)}
+        writes: list[ConfigWrite] = []
+        deleted: list[str] = []
+        events: list[Event] = []
+        for key, value in patch.items():
+            entry = existing.get(key)
+            if value is None:
+                if entry is not None:
+                    deleted.append(key)
+                    events.append(
+                        Event("config.deleted", node.id, {"tenant_id": str(node.id), "key": key})
+                    )
+                continue
+            write = self._write_for(node.id, key, value, entry)
+            if write is None:
+                continue
+            writes.append(write)
+            events.append(
+                Event(
+                    "config.updated",
+                    node.id,
+                    {
+                        "tenant_id": str(node.id),
+                        "key": key,
+                        "value": SENSITIVE_MASK if write.sensitive else write.value,
+                        "locked": entry.locked if entry else False,
+                        "sensitive": write.sensitive,
+                    },
+                )
+            )
+        await self.config.upsert_config_values(conn, node.id, writes)
+        await self.config.delete_config_keys(conn, node.id, deleted)
+        return events
+
+    def _write_for(
+        self, tenant_id: UUID, key: str, value: Any, entry: ConfigEntry | None
+    ) -> ConfigWrite | None:
+        if entry is not None and entry.sensitive:
+            # A sensitive entry stays sensitive; its new value replaces the secret whole.
+            token = self.deps.keyring.encryptor.encrypt(
+                orjson.dumps(value), purpose=PURPOSE_CONFIG, aad=config_aad(tenant_id, key)
+            )
+            return ConfigWrite(key, None, token, True)
+        merged = merge_patch(entry.value if entry else None, value)
+        if entry is not None and same_json(merged, entry.value):
+            return None
+        return ConfigWrite(key, merged, None, False)
+
+    async def archive(
+        self, principal: Principal, actor: Actor, tenant_id: UUID, *, if_match: str | None
+    ) -> None:
+        async def work(conn: asyncpg.Connection) -> None:
+            await self._lock_in_tree(conn, principal, tenant_id)
+            if if_match is not None:
+                check_if_match(if_match, await self._tenant(conn, tenant_id))
+            if await self.tenants.has_active_children(conn, tenant_id):
+                raise ServiceError(
+                    "HAS_CHILDREN", "the tenant has active children; archive or move them first"
+                )
+            await self.tenants.archive_tenant(conn, tenant_id)
+            archived = await self._tenant(conn, tenant_id)
+            await self._record_status(
+                conn, actor, archived, "tenant.deleted",
+                {"deleted_at": instant_or_none(archived.deleted_at)},
+            )  # fmt: skip
+
+        await self.deps.db.transaction(work)
+
+    async def restore(self, principal: Principal, actor: Actor, tenant_id: UUID) -> Tenant:
+        """Bring an archived tenant back; restoring an active tenant changes nothing."""
+
+        async def work(conn: asyncpg.Connection) -> Tenant:
+            node = await self._lock_in_tree(conn, principal, tenant_id, archived=True)
+            if not node.is_archived:
+                return await self._tenant(conn, tenant_id)
+            if node.parent_id is not None:
+                parents = await self.tenants.lock_tenant_nodes_shared(conn, [node.parent_id])
+                if parents[node.parent_id].is_archived:
+                    raise ServiceError(
+                        "PARENT_ARCHIVED", "the parent tenant is archived; restore it first"
+                    )
+            await self.tenants.restore_tenant(conn, tenant_id)
+            restored = await self._tenant(conn, tenant_id)
+            await self._record_status(conn, actor, restored, "tenant.restored", {})
+            return restored
+
+        return await self.deps.db.transaction(work)
+
+    async def _tenant(self, conn: asyncpg.Connection, tenant_id: UUID) -> Tenant:
+        tenant = await self.tenants.get_tenant(conn, tenant_id)
+        assert tenant is not None, "read inside the transaction that locked it"
+        return tenant
+
+    async def _record_status(
+        self,
+        conn: asyncpg.Connection,
+        actor: Actor,
+        tenant: Tenant,
+        action: str,
+        extra: dict[str, Any],
+    ) -> None:
+        """Audit and event of an archive or a restore (the action names both)."""
+        before = "active" if tenant.status == "archived" else "archived"
+        data = {"id": str(tenant.id), "slug": tenant.slug, "parent_id": opt_str(tenant.parent_id)}
+        await self.deps.recorder.record(
+            conn,
+            actor,
+            AuditRecord(
+                action, "tenant", tenant.id, tenant.id,
+                {"before": {"status": before}, "after": {"status": tenant.status}},
+            ),
+            [Event(action, tenant.id, {**data, **extra})],
+        )  # fmt: skip
+
+    async def _lock_in_tree(
+        self,
+        conn: asyncpg.Connection,
+        principal: Principal,
+        tenant_id: UUID,
+        *,
+        archived: bool = False,
+    ) -> TenantNode:
+        """Share-lock the tenant's tree root, then lock the tenant itself for update.
+
+        A root tenant is locked for update directly: taking a shared lock first and
+        upgrading it would deadlock against another transaction doing the same.
+        """
+        seen = visible(
+            principal, (await self.tenants.get_tenant_nodes(conn, [tenant_id])).get(tenant_id)
+        )
+        if seen.root_id != tenant_id:
+            await self.tenants.lock_tree_roots_shared(conn, [seen.root_id])
+        node = visible(principal, await self.tenants.lock_tenant_node(conn, tenant_id))
+        if node.root_id != seen.root_id:
+            raise RetryTransaction
+        if node.is_archived and not archived:
+            raise ServiceError("TENANT_ARCHIVED", "tenant is archived")
+        return node

@@ -1,0 +1,1 @@
+"""Use cases of webhooks: subscriptions, deliveries and their administration."""

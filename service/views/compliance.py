@@ -1,0 +1,128 @@
+"""Views of audit entries, consents, the GDPR export and purge, regions, retention and
+encryption key rotation."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+from uuid import UUID
+
+from service.repositories.audit_logs import AuditEntry as AuditRow
+from service.repositories.consents import Consent as ConsentRow
+from service.views.base import AlwaysTrue, Instant, View, instant, instant_or_none
+from service.views.entries import ConfigEntry, PermissionPolicy
+from service.views.keys import ApiKey, Role
+from service.views.tenants import Tenant
+from service.views.webhooks import Webhook
+
+
+class AuditEntry(View):
+    id: UUID
+    tenant_id: UUID | None
+    actor_id: str
+    actor_type: Literal["api_key", "jwt", "system"]
+    action: str
+    resource_type: str
+    resource_id: str | None
+    changes: dict[str, Any] | None
+    request_id: str | None
+    ip_address: str | None
+    created_at: Instant
+
+    @classmethod
+    def of(cls, e: AuditRow) -> AuditEntry:
+        return cls(
+            id=e.id,
+            tenant_id=e.tenant_id,
+            actor_id=e.actor_id,
+            actor_type=e.actor_type,  # type: ignore[arg-type]
+            action=e.action,
+            resource_type=e.resource_type,
+            resource_id=e.resource_id,
+            changes=e.changes,
+            request_id=e.request_id,
+            ip_address=e.ip_address,
+            created_at=instant(e.created_at),
+        )
+
+
+class Consent(View):
+    id: UUID
+    tenant_id: UUID
+    purpose: str
+    status: Literal["granted", "revoked", "expired"]
+    granted_at: Instant
+    granted_by: str
+    revoked_at: Instant | None
+    revoked_by: str | None
+    expires_at: Instant | None
+    metadata: dict[str, Any]
+
+    @classmethod
+    def of(cls, c: ConsentRow) -> Consent:
+        return cls(
+            id=c.id,
+            tenant_id=c.tenant_id,
+            purpose=c.purpose,
+            status=c.status,  # type: ignore[arg-type]
+            granted_at=instant(c.granted_at),
+            granted_by=c.granted_by,
+            revoked_at=instant_or_none(c.revoked_at),
+            revoked_by=c.revoked_by,
+            expires_at=instant_or_none(c.expires_at),
+            metadata=c.metadata,
+        )
+
+
+class ExportedChild(View):
+    id: UUID
+    slug: str
+    name: str
+    status: Literal["active", "archived"]
+
+
+class TenantExport(View):
+    format_version: int
+    exported_at: Instant
+    tenant: Tenant
+    config: list[ConfigEntry]
+    permissions: list[PermissionPolicy]
+    consents: list[Consent]
+    audit_logs: list[AuditEntry]
+    webhooks: list[Webhook]
+    api_keys: list[ApiKey]
+    roles: list[Role]
+    children: list[ExportedChild]
+
+
+class PurgeResult(View):
+    tenant_id: UUID
+    purged: AlwaysTrue
+    counts: dict[str, int]
+
+
+class Region(View):
+    name: str
+    default: bool
+
+
+class RegionMigration(View):
+    tenant_id: UUID
+    from_region: str
+    to_region: str
+    tenants_migrated: int
+
+
+class PurgeExpiredResult(View):
+    dry_run: bool
+    audit_logs: int
+    webhook_deliveries: int
+    events: int
+    consents: int
+    archived_tenants: int
+    # Idempotency-Key records older than 24 hours (docs/decisions.md, "Idempotency").
+    idempotency_keys: int
+
+
+class EncryptionKeyRotation(View):
+    config_entries_rotated: int
+    webhooks_rotated: int

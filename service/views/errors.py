@@ -1,0 +1,30 @@
+"""Views of error answers (docs/api.md, Errors), rendered by service/http/responses.py."""
+
+from __future__ import annotations
+
+from service.views.base import View
+from service.views.tenants import BatchItemError, Tenant
+
+
+class FieldProblem(View):
+    field: str
+    message: str
+
+
+class ErrorDetail(View):
+    code: str
+    message: str
+    request_id: str
+    details: list[FieldProblem] | None = None
+
+
+class Error(View):
+    error: ErrorDetail
+
+
+class TenantBatchError(View):
+    """A refused batch names every failing item; other 400s carry only `error`."""
+
+    error: ErrorDetail
+    created: list[Tenant] | None = None
+    errors: list[BatchItemError] | None = None
