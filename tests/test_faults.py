@@ -26,7 +26,7 @@ from service.settings import Settings
 from tests.conftest import base_env
 from tests.support.api import create_tenant, unique_slug
 from tests.support.databases import create_database, create_template
-from tests.support.fault_servers import Blackhole, FreezingProxy
+from tests.support.fault_servers import Blackhole, FreezingProxy, ResettingProxy
 from tests.support.invariants import tree_problems
 from tests.support.keys import key_headers
 from tests.support.own_postgres import OwnPostgres
@@ -356,4 +356,49 @@ async def test_a_silent_database_answers_503_within_a_bound(
         await eventually(serving, within=30, interval=0.2)
     finally:
         proxy.flowing.set()
+        await proxy.stop()
+
+
+async def test_a_database_that_resets_connections_answers_503(
+    aiohttp_client: Any, fresh_db_url: str, tmp_path: Path
+) -> None:
+    """A server dying under its clients resets their connections and the new ones: the
+    reset surfaces as ConnectionResetError, which must answer 503, not aiohttp's 500."""
+    proxy = ResettingProxy(postgres_opener(fresh_db_url))
+    await proxy.start()
+    name = urlsplit(fresh_db_url).path.lstrip("/")
+    through_proxy = f"postgresql://postgres@127.0.0.1:{proxy.port}/{name}"
+    try:
+        settings = Settings.from_env(
+            base_env(
+                through_proxy, tmp_path, DB_ACQUIRE_TIMEOUT_SECONDS="2", DB_POOL_MAX_SIZE="4",
+                WEBHOOK_CONCURRENCY="0",
+            )
+        )  # fmt: skip
+        client = await aiohttp_client(create_app(settings))
+        headers = await key_headers(client.app)
+        tenant = await create_tenant(client, headers)
+        path = f"/api/v1/tenants/{tenant['id']}"
+        proxy.reset_everything()
+        calls = [
+            client.get(path, headers=headers, timeout=REQUEST_BOUND),
+            client.patch(path, json={"name": "n"}, headers=headers, timeout=REQUEST_BOUND),
+            client.post(
+                "/api/v1/tenants", json={"name": "s", "slug": unique_slug()},
+                headers=headers, timeout=REQUEST_BOUND,
+            ),
+        ]  # fmt: skip
+        for resp in await asyncio.gather(*calls):
+            assert resp.content_type == "application/json", await resp.text()
+            body = await resp.json()
+            assert (resp.status, body["error"]["code"]) == (503, "SERVICE_UNAVAILABLE")
+            assert resp.headers["Retry-After"] == "1"
+        proxy.resetting = False
+
+        async def serving() -> bool:
+            resp = await client.get(path, headers=headers, timeout=REQUEST_BOUND)
+            return resp.status == 200
+
+        await eventually(serving, within=30, interval=0.2)
+    finally:
         await proxy.stop()

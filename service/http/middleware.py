@@ -83,6 +83,21 @@ def answer_headers(request: web.Request) -> dict[str, str]:
     return headers
 
 
+def _answer_for(exc: Exception, request: web.Request, request_id: str) -> web.Response:
+    translated = translate_db_error(exc)
+    if translated is None:
+        resource = request.match_info.route.resource
+        log.exception(
+            "unhandled error",
+            request_id=request_id,
+            route=resource.canonical if resource is not None else None,
+        )
+        translated = ServiceError("INTERNAL_ERROR", "internal error; it has been logged")
+    elif translated.code == "SERVICE_UNAVAILABLE":
+        log.warning("database unavailable", request_id=request_id, error=type(exc).__name__)
+    return error_response(translated, request_id)
+
+
 @web.middleware
 async def request_context(request: web.Request, handler: Handler) -> web.StreamResponse:
     started = time.perf_counter()
@@ -101,25 +116,14 @@ async def request_context(request: web.Request, handler: Handler) -> web.StreamR
             response = error_response(_http_error(exc, request), request_id)
     except RetryTransaction:
         response = error_response(service_unavailable(), request_id)
-    except ConnectionResetError:
-        if not _client_gone(request):
-            raise
-        # The client left, or a read deadline (service/http/deadlines.py) closed the
-        # connection mid-body: nobody reads this answer, the log line and metrics do.
-        response = web.Response(status=408)
     except Exception as exc:
-        translated = translate_db_error(exc)
-        if translated is None:
-            resource = request.match_info.route.resource
-            log.exception(
-                "unhandled error",
-                request_id=request_id,
-                route=resource.canonical if resource is not None else None,
-            )
-            translated = ServiceError("INTERNAL_ERROR", "internal error; it has been logged")
-        elif translated.code == "SERVICE_UNAVAILABLE":
-            log.warning("database unavailable", request_id=request_id, error=type(exc).__name__)
-        response = error_response(translated, request_id)
+        if isinstance(exc, ConnectionResetError) and _client_gone(request):
+            # The client left, or a read deadline (service/http/deadlines.py) closed the
+            # connection mid-body: nobody reads this answer, the log line and metrics do.
+            response = web.Response(status=408)
+        else:
+            # Any other reset is the database's (a server dying mid-connect): a 503.
+            response = _answer_for(exc, request, request_id)
     if not response.prepared:  # a streamed answer set them before its first byte
         response.headers.update(answer_headers(request))
     principal = request.get(PRINCIPAL)

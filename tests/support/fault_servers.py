@@ -1,8 +1,11 @@
-"""Servers that misbehave on purpose: one that never answers, a proxy that goes silent."""
+"""Servers that misbehave on purpose: one that never answers, a proxy that goes silent,
+a proxy that resets."""
 
 from __future__ import annotations
 
 import asyncio
+import socket
+import struct
 from typing import Any
 
 from tests.support.tcp_proxy import TcpProxy
@@ -53,3 +56,33 @@ class FreezingProxy(TcpProxy):
         finally:
             sink.close()
             self._writers.discard(sink)
+
+
+class ResettingProxy(TcpProxy):
+    """A proxy that can answer every connection, open or new, with a TCP reset: a
+    database server dying under its clients, as during a failover."""
+
+    def __init__(self, opener: Any) -> None:
+        super().__init__(opener=opener)
+        self.resetting = False
+
+    def reset_everything(self) -> None:
+        self.resetting = True
+        for writer in list(self._writers):
+            _reset(writer)
+        self._writers.clear()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.resetting:
+            await reader.read(4096)  # the client's startup message, then the reset
+            _reset(writer)
+            return
+        await super()._accept(reader, writer)
+
+
+def _reset(writer: asyncio.StreamWriter) -> None:
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        # Linger on, timeout zero: close() sends RST instead of FIN.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()
