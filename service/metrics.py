@@ -47,6 +47,9 @@ UNMATCHED_ROUTE = "unmatched"
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 WEBHOOK_OUTCOMES = ("success", "failure", "dead_letter")
 DISTRIBUTION = "tenant-hierarchy-service"
+# Request series remembered for reuse: routes and statuses are few; this caps free text.
+MAX_CACHED_SERIES = 4096
+_Series = tuple[Counter, Histogram, Counter | None]
 
 # `_created` timestamps double the output and no dashboard of ours reads them.
 disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -184,6 +187,7 @@ class Metrics:
         # In multiprocess mode values live in files; the registry is built per scrape.
         owned = None if self.multiprocess else CollectorRegistry()
         self._owned = owned
+        self._series: dict[tuple[str, str | None, int], _Series] = {}
         self.requests = Counter(
             "http_requests",
             "HTTP requests by method, route template and status",
@@ -253,12 +257,28 @@ class Metrics:
             _register_runtime(owned, multiprocess=False)
 
     def observe(self, method: str, route: str | None, status: int, seconds: float) -> None:
-        method = method if method in KNOWN_METHODS else "OTHER"
+        # The labelled children are looked up once per (method, route, status): finding
+        # them through .labels() on every request was a measurable share of a cached read.
+        series = self._series.get((method, route, status))
+        if series is None:
+            series = self._series_for(method, route, status)
+        count, latency, limited = series
+        count.inc()
+        latency.observe(seconds)
+        if limited is not None:
+            limited.inc()
+
+    def _series_for(self, method: str, route: str | None, status: int) -> _Series:
+        known = method if method in KNOWN_METHODS else "OTHER"
         label = route or UNMATCHED_ROUTE  # raw paths would make a series per id
-        self.requests.labels(method, label, str(status)).inc()
-        self.latency.labels(method, label).observe(seconds)
-        if status == 429:
-            self.rate_limited.labels(label).inc()
+        series = (
+            self.requests.labels(known, label, str(status)),
+            self.latency.labels(known, label),
+            self.rate_limited.labels(label) if status == 429 else None,
+        )
+        if len(self._series) < MAX_CACHED_SERIES:  # unknown methods are free text
+            self._series[(method, route, status)] = series
+        return series
 
     def count_jwks_fetch(self, outcome: str) -> None:
         self.jwks_fetches.labels(outcome).inc()

@@ -58,6 +58,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "service.errors",
             "service.ids",
             "service.logs",
+            "service.log_lines",
             "service.timefmt",
             "service.durations",
             "service.crypto",

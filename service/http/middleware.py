@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
 import time
-import uuid
 
 from aiohttp import web
 
@@ -102,7 +102,7 @@ def _answer_for(exc: Exception, request: web.Request, request_id: str) -> web.Re
 async def request_context(request: web.Request, handler: Handler) -> web.StreamResponse:
     started = time.perf_counter()
     incoming = request.headers.get("X-Request-ID", "")
-    request_id = incoming if _REQUEST_ID.match(incoming) else uuid.uuid4().hex
+    request_id = incoming if _REQUEST_ID.match(incoming) else os.urandom(16).hex()
     request[REQUEST_ID] = request_id
     response: web.StreamResponse
     try:

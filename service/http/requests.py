@@ -157,6 +157,8 @@ async def _read(request: web.Request) -> bytes:
 
 def parse_query(request: web.Request, type_: type[T]) -> T:
     """Query parameters as type_; unknown or repeated parameters are errors."""
+    if not request.query_string:
+        return _defaults(type_)
     params: dict[str, Any] = {}
     for key, value in request.query.items():
         if key in params:
@@ -179,6 +181,14 @@ def parse_query(request: web.Request, type_: type[T]) -> T:
         if isinstance(converted, datetime) and not _is_iso_datetime(raw):
             raise validation_failed(FieldError(key, "must be an ISO 8601 date-time"))
     return parsed
+
+
+def _defaults(type_: type[T]) -> T:
+    """type_ with no parameter given (the common case, kept off the general path)."""
+    try:
+        return msgspec.convert({}, type_, strict=False)
+    except msgspec.ValidationError as exc:  # a required parameter is missing
+        raise validation_failed(field_error(exc)) from None
 
 
 def _is_iso_datetime(text: str) -> bool:

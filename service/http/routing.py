@@ -45,10 +45,11 @@ class Endpoint:
     idempotency: IdempotencyMode = "same_transaction"
     # False: a POST that only reads (an impact preview), so the read cache is kept.
     writes: bool = True
+    # Admin-only (docs/api.md), worked out once from the path rather than per request.
+    admin: bool = field(init=False)
 
-    @property
-    def admin(self) -> bool:
-        return is_admin_path(self.path)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "admin", is_admin_path(self.path))
 
 
 class Api:
@@ -113,9 +114,19 @@ def _other_methods(allowed: tuple[str, ...]) -> Handler:
     return other_method
 
 
+_ENDPOINT: web.RequestKey[Endpoint | None] = web.RequestKey("endpoint")
+
+
 def endpoint_for(request: web.Request, table: dict[tuple[str, str], Endpoint]) -> Endpoint | None:
+    """The declared endpoint the request matched (looked up once per request)."""
+    try:
+        return request[_ENDPOINT]
+    except KeyError:
+        pass
     resource = request.match_info.route.resource
-    if resource is None:
-        return None
-    method = "GET" if request.method == "HEAD" else request.method
-    return table.get((method, resource.canonical))
+    endpoint = None
+    if resource is not None:
+        method = "GET" if request.method == "HEAD" else request.method
+        endpoint = table.get((method, resource.canonical))
+    request[_ENDPOINT] = endpoint
+    return endpoint
