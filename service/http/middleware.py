@@ -17,7 +17,7 @@ from service.http.clients import client_address
 from service.http.conventions import finish_headers
 from service.http.responses import error_response
 from service.http.routing import Handler, endpoint_for
-from service.logs import get_logger
+from service.logs import get_logger, log_request
 from service.ratelimit.buckets import Decision
 
 log = get_logger("service.http")
@@ -137,15 +137,16 @@ async def request_context(request: web.Request, handler: Handler) -> web.StreamR
     route = resource.canonical if resource is not None else None
     elapsed = time.perf_counter() - started
     request.app[METRICS].observe(request.method, route, response.status, elapsed)
-    log.info(
-        "request",
-        request_id=request_id,
-        method=request.method,
-        # The template, never the raw path: ids stay out of logs and metric labels alike.
-        route=route,
-        status=response.status,
-        duration_ms=round(elapsed * 1000, 2),
-        actor_id=principal.actor_id if principal else None,
+    log_request(
+        {
+            "request_id": request_id,
+            "method": request.method,
+            # The template, never the raw path: ids stay out of logs and metric labels alike.
+            "route": route,
+            "status": response.status,
+            "duration_ms": round(elapsed * 1000, 2),
+            "actor_id": principal.actor_id if principal else None,
+        }
     )
     return response
 

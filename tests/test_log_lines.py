@@ -1,0 +1,51 @@
+"""Log lines gathered and written together (service/log_lines.py): every line arrives, in
+order, a warning at once and after what was gathered before it, the request line with its
+client-chosen text redacted, and what is gathered at exit is still written."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+from tests.support.processes import REPO_ROOT
+
+KEY = "sk_live_" + "A" * 49
+PROGRAM = textwrap.dedent(
+    f"""
+    import asyncio
+    from service.logs import configure_logging, get_logger, log_request
+
+    configure_logging("info")
+    log = get_logger("probe")
+
+    async def main():
+        log.info("first", n=1)
+        log_request({{"request_id": "{KEY}", "method": "GET", "route": "/r", "status": 200,
+                      "duration_ms": 0.5, "actor_id": None}})
+        log.warning("second", n=2)  # written at once, after what came before it
+        log.info("third", n=3)  # gathered; the exit writes it
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_lines_arrive_in_order_and_a_warning_does_not_wait() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", PROGRAM], cwd=REPO_ROOT, capture_output=True, timeout=60, check=True
+    )
+    lines = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    for line in lines:
+        assert line.pop("timestamp").endswith("Z")
+        assert isinstance(line.pop("pid"), int)
+    assert lines == [
+        {"n": 1, "event": "first", "level": "info"},
+        {
+            "request_id": "[redacted]", "method": "GET", "route": "/r", "status": 200,
+            "duration_ms": 0.5, "actor_id": None, "event": "request", "level": "info",
+        },
+        {"n": 2, "event": "second", "level": "warning"},
+        {"n": 3, "event": "third", "level": "info"},
+    ]  # fmt: skip
