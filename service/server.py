@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import gc
 import os
 import signal
 import socket
@@ -150,6 +151,11 @@ async def _serve(
                 sock=sock,
             )
             await site.start()
+            # What start-up made (routes, the OpenAPI document, the pool) lives as long as
+            # the process: frozen, the collector stops walking it on every full collection,
+            # which cost a cached read about a twentieth of its time.
+            gc.collect()
+            gc.freeze()
             metrics = await start_metrics_listener(app, settings, reuse_port=reuse_port)
             log.info(
                 "service started",
