@@ -221,10 +221,22 @@ async def list_descendants(request: web.Request) -> web.StreamResponse:
         return raw_json_response(
             page.body.text, headers=next_page(request, page.next_cursor, cursor_header=True)
         )
-    # A whole subtree: streamed, and counted against the heavy-read bound.
+    # A whole subtree, streamed. Its first chunk (one row past the threshold) tells a
+    # light list, sent without a slot, from a heavy one, counted against the bound.
+    heavy = request.app[HEAVY_READS]
+    first_rows = heavy.threshold_rows + 1
+    async with queries.descendants(principal, tenant_id, query, first_rows=first_rows) as chunks:
+        first = await anext(chunks, None)
+        if first is None or len(first.ids) < first_rows:
+            return await stream_json_array(request, chunks, first=first)
+        async with heavy.slot(principal.actor_id, wait=False) as held:
+            if held:
+                return await stream_json_array(request, chunks, first=first)
+    # Heavy, and every process slot is busy: wait for one with the pooled connection
+    # given back (waiting requests must not hold the pool), then read afresh.
     async with (
-        request.app[HEAVY_READS].slot(principal.actor_id),
-        queries.descendants(principal, tenant_id, query) as chunks,
+        heavy.slot(principal.actor_id),
+        queries.descendants(principal, tenant_id, query, first_rows=first_rows) as chunks,
     ):
         return await stream_json_array(request, chunks)
 

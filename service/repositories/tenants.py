@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -325,11 +326,18 @@ class TenantsRepository(Repository):
         after: str | None,
         max_depth: int | None,
         include_archived: bool,
+        first_rows: int,
         chunk_rows: int,
     ) -> AsyncGenerator[JsonRows, None]:
         """Descendants of the tenant at ancestry_path in pre-order, after the path
-        `after`, down to absolute depth max_depth, chunk_rows rows at a time through a
-        cursor (so in bounded memory whatever the subtree). Run inside a transaction."""
+        `after`, down to absolute depth max_depth, through a cursor (so in bounded memory
+        whatever the subtree): first_rows rows, then chunk_rows at a time. Run inside a
+        transaction.
+
+        From the second chunk on, the next chunk is fetched while the caller writes the
+        current one (PostgreSQL renders while Python compresses and sends), so at most
+        two chunks are held. A caller that takes only the first chunk (a page, or a list
+        refused a heavy-read slot) costs no fetch ahead."""
         cursor = await self._descendants_json.cursor(
             conn,
             path=ancestry_path,
@@ -337,12 +345,29 @@ class TenantsRepository(Repository):
             max_depth=max_depth,
             include_archived=include_archived,
         )
-        while True:
-            rows = await cursor.fetch(chunk_rows)
-            if rows:
-                yield JsonRows([r["document"] for r in rows], [r["id"] for r in rows])
-            if len(rows) < chunk_rows:
-                return
+        rows = await cursor.fetch(first_rows)
+        if rows:
+            yield JsonRows([r["document"] for r in rows], [r["id"] for r in rows])
+        if len(rows) < first_rows:
+            return
+        ahead = asyncio.ensure_future(cursor.fetch(chunk_rows))
+        try:
+            while True:
+                rows = await ahead
+                more = len(rows) == chunk_rows
+                if more:
+                    ahead = asyncio.ensure_future(cursor.fetch(chunk_rows))
+                if rows:
+                    yield JsonRows([r["document"] for r in rows], [r["id"] for r in rows])
+                if not more:
+                    return
+        finally:
+            if not ahead.done():
+                # Closed early (the client went away): the fetch in flight owns the
+                # connection until it ends; wait for it so the transaction can close.
+                await asyncio.wait([ahead])
+            if not ahead.cancelled():
+                ahead.exception()  # retrieved, so never logged as unobserved
 
     async def has_active_children(self, conn: asyncpg.Connection, tenant_id: UUID) -> bool:
         return bool(await self._has_active_children.value(conn, tenant_id=tenant_id))
