@@ -106,6 +106,7 @@ class Gate:
     whose slot is then taken and whose answer has begun) until released."""
 
     def __init__(self) -> None:
+        self.calls = 0  # lists read, whether or not they went past their first chunk
         self.entered = 0
         self.changed = asyncio.Event()
         self.release = asyncio.Event()
@@ -114,6 +115,7 @@ class Gate:
         gate = self
 
         async def gated(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+            gate.calls += 1
             chunks = 0
             async for rows in original(*args, **kwargs):
                 chunks += 1
@@ -217,7 +219,11 @@ async def test_light_lists_take_no_heavy_read_slot(client, admin, monkeypatch) -
     assert await get(light_url, **{"Accept-Encoding": "identity"}) == (200, below, None)
     pages = await asyncio.gather(*(get(f"{heavy_url}?limit=2") for _ in range(5)))
     assert [(status, body) for status, body, _ in pages] == [(200, tree["below"][:2])] * 5
+    # Another heavy list of the caller's is refused without rendering any of it (a
+    # count capped at the threshold tells it is heavy), light or not known beforehand.
+    read = gate.calls
     status, body, _ = await get(heavy_url)
     assert (status, body["error"]["code"]) == (429, "RATE_LIMITED")
+    assert gate.calls == read
     gate.release.set()
     assert await held == (200, tree["below"], "gzip")

@@ -30,6 +30,10 @@ class HeavyReads:
     def running(self, caller: str) -> int:
         return self._by_caller.get(caller, 0)
 
+    def free_for(self, caller: str) -> bool:
+        """Whether a heavy read of caller's would get a slot at once."""
+        return self.running(caller) < self.per_caller and not self._slots.locked()
+
     @asynccontextmanager
     async def slot(self, caller: str, *, wait: bool = True) -> AsyncIterator[bool]:
         """Hold a slot for one heavy read of caller's (yields True). Past the caller's

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -11,6 +11,7 @@ from uuid import UUID
 
 import asyncpg
 
+from service.db.chunks import read_ahead
 from service.db.repository import NamedSql, Repository
 
 
@@ -131,6 +132,7 @@ class TenantsRepository(Repository):
     _children_json = NamedSql("list_children_json")
     _ancestors_json = NamedSql("list_ancestors_json")
     _descendants_json = NamedSql("stream_descendants_json")
+    _count_descendants = NamedSql("count_descendants_capped")
     _has_active_children = NamedSql("has_active_children")
     _update_fields = NamedSql("update_tenant_fields")
     _archive = NamedSql("archive_tenant")
@@ -331,13 +333,8 @@ class TenantsRepository(Repository):
     ) -> AsyncGenerator[JsonRows, None]:
         """Descendants of the tenant at ancestry_path in pre-order, after the path
         `after`, down to absolute depth max_depth, through a cursor (so in bounded memory
-        whatever the subtree): first_rows rows, then chunk_rows at a time. Run inside a
-        transaction.
-
-        From the second chunk on, the next chunk is fetched while the caller writes the
-        current one (PostgreSQL renders while Python compresses and sends), so at most
-        two chunks are held. A caller that takes only the first chunk (a page, or a list
-        refused a heavy-read slot) costs no fetch ahead."""
+        whatever the subtree): first_rows rows, then chunk_rows at a time, read ahead
+        (service/db/chunks.py). Run inside a transaction."""
         cursor = await self._descendants_json.cursor(
             conn,
             path=ancestry_path,
@@ -345,29 +342,32 @@ class TenantsRepository(Repository):
             max_depth=max_depth,
             include_archived=include_archived,
         )
-        rows = await cursor.fetch(first_rows)
-        if rows:
-            yield JsonRows([r["document"] for r in rows], [r["id"] for r in rows])
-        if len(rows) < first_rows:
-            return
-        ahead = asyncio.ensure_future(cursor.fetch(chunk_rows))
-        try:
-            while True:
-                rows = await ahead
-                more = len(rows) == chunk_rows
-                if more:
-                    ahead = asyncio.ensure_future(cursor.fetch(chunk_rows))
-                if rows:
-                    yield JsonRows([r["document"] for r in rows], [r["id"] for r in rows])
-                if not more:
-                    return
-        finally:
-            if not ahead.done():
-                # Closed early (the client went away): the fetch in flight owns the
-                # connection until it ends; wait for it so the transaction can close.
-                await asyncio.wait([ahead])
-            if not ahead.cancelled():
-                ahead.exception()  # retrieved, so never logged as unobserved
+        chunks = read_ahead(cursor, first_rows, chunk_rows)
+        async with aclosing(chunks):
+            async for rows in chunks:
+                yield JsonRows([r["document"] for r in rows], [r["id"] for r in rows])
+
+    async def count_descendants_capped(
+        self,
+        conn: asyncpg.Connection,
+        ancestry_path: str,
+        *,
+        after: str | None,
+        max_depth: int | None,
+        include_archived: bool,
+        cap: int,
+    ) -> int:
+        """How many rows stream_descendants_json would yield, up to cap."""
+        return int(
+            await self._count_descendants.value(
+                conn,
+                path=ancestry_path,
+                after=after,
+                max_depth=max_depth,
+                include_archived=include_archived,
+                cap=cap,
+            )
+        )
 
     async def has_active_children(self, conn: asyncpg.Connection, tenant_id: UUID) -> bool:
         return bool(await self._has_active_children.value(conn, tenant_id=tenant_id))

@@ -38,6 +38,11 @@ class Page:
         return self.next_cursor is not None
 
 
+def _max_depth(depth: int, query: DescendantsQuery) -> int | None:
+    """The absolute depth a descendants list goes down to (None: every level)."""
+    return None if query.max_depth is None else depth + query.max_depth
+
+
 def _page(rows: list[Tenant], limit: int) -> Page:
     if len(rows) > limit:
         return Page(rows[:limit], rows[limit - 1].id)
@@ -215,13 +220,33 @@ class TenantQueries:
                 conn,
                 node.ancestry_path,
                 after=after,
-                max_depth=None if query.max_depth is None else node.depth + query.max_depth,
+                max_depth=_max_depth(node.depth, query),
                 include_archived=query.include_archived,
                 first_rows=first_rows,
                 chunk_rows=chunk_rows,
             )
             async with aclosing(rows):
                 yield rows
+
+    async def descendants_over(
+        self, principal: Principal, tenant_id: UUID, query: DescendantsQuery, rows: int
+    ) -> bool:
+        """Whether the whole list `descendants` would send has more than `rows` tenants,
+        counted without rendering any (access and the cursor checked as there)."""
+        async with self.db.read_connection() as conn:
+            node = visible_active(principal, await self.tenants.get_tenant_node(conn, tenant_id))
+            after = None
+            if query.cursor is not None:
+                after = await self._cursor_path(conn, node.ancestry_path, query.cursor)
+            listed = await self.tenants.count_descendants_capped(
+                conn,
+                node.ancestry_path,
+                after=after,
+                max_depth=_max_depth(node.depth, query),
+                include_archived=query.include_archived,
+                cap=rows + 1,
+            )
+        return listed > rows
 
     async def descendants_page(
         self, principal: Principal, tenant_id: UUID, query: DescendantsQuery, limit: int
