@@ -1,7 +1,7 @@
 """Sequential latency of whole descendants lists, for before/after runs of a change: one
 service process per source tree (a checkout of the code before, the worktree after), on
-the same seeded database, measured in interleaved rounds so that the machine's noise
-falls on every tree alike.
+the same seeded database, the trees taking turns request by request so that the noise
+of a busy machine falls on every tree alike (and ratios pair requests sent together).
 
     python -m bench.descendants_timing --dsn DSN --tree before=/tmp/old --tree after=.
 """
@@ -14,8 +14,10 @@ import json
 import os
 import statistics
 import tempfile
+import time
 from pathlib import Path
 
+import aiohttp
 import asyncpg
 
 from bench.environment import ServiceProcess, free_port, run_cli, service_env
@@ -38,6 +40,25 @@ async def sized_root(dsn: str, size: int) -> str:
     return str(found)
 
 
+async def alternate(
+    services: dict[str, ServiceProcess], path: str, headers: dict[str, str], count: int
+) -> dict[str, list[float]]:
+    """`count` requests to each service, one at a time, taking turns request by
+    request: each list of latencies (ms, with the body read and gunzipped as the bench's
+    client does) pairs with the others by index."""
+    samples: dict[str, list[float]] = {name: [] for name in services}
+    async with aiohttp.ClientSession(headers=headers) as session:
+        for _ in range(count):
+            for name, service in services.items():
+                started = time.perf_counter()
+                async with session.get(service.base_url + path) as answer:
+                    await answer.read()
+                    if answer.status != 200:
+                        raise SystemExit(f"{name}: {answer.status}")
+                samples[name].append((time.perf_counter() - started) * 1000)
+    return samples
+
+
 async def main(args: argparse.Namespace) -> None:
     data_dir = Path(tempfile.mkdtemp(prefix="heavy_timing_"))
     trees = dict(t.split("=", 1) for t in args.tree)
@@ -55,20 +76,16 @@ async def main(args: argparse.Namespace) -> None:
             os.chdir(source)  # `python -m service` imports from the working directory
             await services[name].start()
         headers = {"X-API-Key": str(key)}
-        target = [Target("GET", f"/api/v1/tenants/{root}/descendants")]
-        samples: dict[str, list[float]] = {name: [] for name in services}
+        path = f"/api/v1/tenants/{root}/descendants"
         for service in services.values():  # warm: statements, pools, buffers
-            await time_requests(service.base_url, target, headers=headers, repeat=20)
-        for _ in range(args.rounds):
-            for name, service in services.items():
-                series = await time_requests(
-                    service.base_url, target, headers=headers, repeat=args.requests
-                )
-                samples[name].append(series.p50_ms)
-        for name, p50s in samples.items():
-            print(f"{name:>10}: p50 {statistics.median(p50s):6.1f} ms (median of "
-                  f"{len(p50s)} rounds of {args.requests}; rounds {min(p50s):.1f} to "
-                  f"{max(p50s):.1f} ms)")  # fmt: skip
+            await time_requests(service.base_url, [Target("GET", path)], headers=headers, repeat=20)
+        samples = await alternate(services, path, headers, args.rounds * args.requests)
+        first = next(iter(samples))
+        for name, ms in samples.items():
+            ratios = [a / b for a, b in zip(ms, samples[first], strict=True)]
+            print(f"{name:>10}: p50 {statistics.median(ms):6.1f} ms, p90 "
+                  f"{statistics.quantiles(ms, n=10)[-1]:6.1f} ms, median ratio to {first} "
+                  f"{statistics.median(ratios):.2f} ({len(ms)} requests)")  # fmt: skip
     finally:
         for service in services.values():
             await service.stop()
@@ -80,7 +97,7 @@ if __name__ == "__main__":
     parser.add_argument("--tree", action="append", required=True, help="NAME=SOURCE_DIR")
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--requests", type=int, default=20)
+    parser.add_argument("--requests", type=int, default=20, help="per round and tree")
     parsed = parser.parse_args()
     parsed.tree = [f"{n}={os.path.abspath(t)}" for n, t in (t.split("=", 1) for t in parsed.tree)]
     asyncio.run(main(parsed))
