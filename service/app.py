@@ -126,6 +126,7 @@ def create_app(
         settings.heavy_reads_per_process,
         settings.heavy_reads_per_caller,
         settings.heavy_read_wait_seconds,
+        settings.heavy_read_rows,
     )
     authenticator = Authenticator(
         settings, database, repos.api_keys, limiter, repos.health.ping, reads

@@ -85,6 +85,8 @@ class Settings:
     heavy_reads_per_process: int = 4
     heavy_reads_per_caller: int = 2
     heavy_read_wait_seconds: float = 1.0
+    # A whole list of more than this many tenants is heavy; smaller ones take no slot.
+    heavy_read_rows: int = 1000
     db_acquire_timeout_seconds: float = 5.0
     db_statement_timeout_ms: int = 30_000
     log_level: str = "info"
@@ -206,6 +208,7 @@ class Settings:
             heavy_reads_per_process=reader.integer("HEAVY_READS_PER_PROCESS", 4, 1, 1000),
             heavy_reads_per_caller=reader.integer("HEAVY_READS_PER_CALLER", 2, 1, 1000),
             heavy_read_wait_seconds=reader.number("HEAVY_READ_WAIT_SECONDS", 1.0, 0.0, 60),
+            heavy_read_rows=reader.integer("HEAVY_READ_ROWS", 1000, 1, 100_000),
             db_acquire_timeout_seconds=reader.number("DB_ACQUIRE_TIMEOUT_SECONDS", 5.0, 0.1, 300),
             db_statement_timeout_ms=reader.integer("DB_STATEMENT_TIMEOUT_MS", 30_000, 0, 3_600_000),
             shutdown_timeout_seconds=reader.number("SHUTDOWN_TIMEOUT_SECONDS", 30.0, 0.0, 3600),

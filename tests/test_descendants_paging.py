@@ -13,7 +13,6 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from service.http.appkeys import REPOSITORIES
-from service.usecases.tenants.queries import DESCENDANT_CHUNK_ROWS
 from tests.support.access import as_key, create_key
 from tests.support.api import create_tenant, get_json
 
@@ -24,6 +23,8 @@ def settings_env() -> dict[str, str]:
         "HEAVY_READS_PER_PROCESS": "2",
         "HEAVY_READS_PER_CALLER": "1",
         "HEAVY_READ_WAIT_SECONDS": "0.2",
+        # Lists of more than two tenants are heavy, so small trees exercise the bound.
+        "HEAVY_READ_ROWS": "2",
         "DB_POOL_MAX_SIZE": "4",
         "DB_ACQUIRE_TIMEOUT_SECONDS": "1",
     }
@@ -101,9 +102,11 @@ async def test_bad_pages_are_400(client, admin, query: str) -> None:
 
 
 class Gate:
-    """Holds every whole (unpaged) descendants list after its first chunk until released."""
+    """Holds every descendants list that goes on past its first chunk (a heavy list,
+    whose slot is then taken and whose answer has begun) until released."""
 
     def __init__(self) -> None:
+        self.calls = 0  # lists read, whether or not they went past their first chunk
         self.entered = 0
         self.changed = asyncio.Event()
         self.release = asyncio.Event()
@@ -112,14 +115,14 @@ class Gate:
         gate = self
 
         async def gated(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-            paged = kwargs["chunk_rows"] != DESCENDANT_CHUNK_ROWS
+            gate.calls += 1
+            chunks = 0
             async for rows in original(*args, **kwargs):
-                if paged:
-                    yield rows
-                    continue
-                gate.entered += 1
-                gate.changed.set()
-                await gate.release.wait()
+                chunks += 1
+                if chunks == 2:
+                    gate.entered += 1
+                    gate.changed.set()
+                    await gate.release.wait()
                 yield rows
 
         return gated
@@ -178,7 +181,7 @@ def test_slots_are_given_back_when_a_stream_fails() -> None:
     from service.http.heavy_reads import HeavyReads
 
     async def scenario() -> None:
-        reads = HeavyReads(per_process=1, per_caller=1, wait_seconds=0.0)
+        reads = HeavyReads(per_process=1, per_caller=1, wait_seconds=0.0, threshold_rows=1)
         with pytest.raises(RuntimeError):
             async with reads.slot("a"):
                 raise RuntimeError("the stream broke")
@@ -187,3 +190,40 @@ def test_slots_are_given_back_when_a_stream_fails() -> None:
             assert reads.running("a") == 1
 
     asyncio.run(scenario())
+
+
+async def test_light_lists_take_no_heavy_read_slot(client, admin, monkeypatch) -> None:
+    """A whole list of at most HEAVY_READ_ROWS tenants (2 here) fits in its first chunk
+    and never asks for a slot: while the caller's only slot is held by a heavy list
+    mid-answer, the same caller's light lists and pages all answer 200, and only another
+    heavy list of its is refused."""
+    tree = await small_tree(client, admin)  # six descendants: heavy
+    light = await create_tenant(client, admin)
+    below = [await create_tenant(client, admin, parent_id=light["id"]) for _ in range(2)]
+    below.sort(key=lambda t: t["ancestry_path"])
+    caller = as_key(await create_key(client, admin, scopes=["read"]))
+    repo = client.app[REPOSITORIES].tenants
+    gate = Gate()
+    monkeypatch.setattr(repo, "stream_descendants_json", gate.wrap(repo.stream_descendants_json))
+    heavy_url = f"/api/v1/tenants/{tree['root']['id']}/descendants"
+    light_url = f"/api/v1/tenants/{light['id']}/descendants"
+
+    async def get(url: str, **headers: str) -> tuple[int, Any, str | None]:
+        resp = await client.get(url, headers={**caller, **headers})
+        return resp.status, await resp.json(), resp.headers.get("Content-Encoding")
+
+    held = asyncio.create_task(get(heavy_url))
+    await gate.until(1)  # the caller's one slot is taken, mid-answer
+    answers = await asyncio.gather(*(get(light_url) for _ in range(20)))
+    assert answers == [(200, below, "gzip")] * 20
+    assert await get(light_url, **{"Accept-Encoding": "identity"}) == (200, below, None)
+    pages = await asyncio.gather(*(get(f"{heavy_url}?limit=2") for _ in range(5)))
+    assert [(status, body) for status, body, _ in pages] == [(200, tree["below"][:2])] * 5
+    # Another heavy list of the caller's is refused without rendering any of it (a
+    # count capped at the threshold tells it is heavy), light or not known beforehand.
+    read = gate.calls
+    status, body, _ = await get(heavy_url)
+    assert (status, body["error"]["code"]) == (429, "RATE_LIMITED")
+    assert gate.calls == read
+    gate.release.set()
+    assert await held == (200, tree["below"], "gzip")

@@ -111,6 +111,8 @@ def cases(tree: list[list[UUID]]) -> list[tuple[str, dict[str, object]]]:
         ("stream_descendants_json", descendants(f"/{tree[0][4]}/{mid}", None, False)),
         ("stream_descendants_json", descendants(f"/{root}", 2, True)),
         ("stream_descendants_json", descendants(f"/{root}", None, False, f"/{root}/{mid}")),
+        ("count_descendants_capped", {**descendants(f"/{root}", None, False), "cap": 1001}),
+        ("count_descendants_capped", {**descendants(f"/{root}", 2, True), "cap": 3}),
         ("list_tenants", dict(cursor_id=None, status_filter="active", page_size=51)),
         ("list_tenants", dict(cursor_id=tree[2][500], status_filter="all", page_size=101)),
         (

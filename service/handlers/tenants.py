@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from uuid import UUID
+
 import msgspec
 from aiohttp import web
 
+from service.auth.principal import Principal
 from service.http.appkeys import HEAVY_READS, use_cases
 from service.http.middleware import actor_of, principal_of
 from service.http.ratecost import charge_items
@@ -221,10 +224,40 @@ async def list_descendants(request: web.Request) -> web.StreamResponse:
         return raw_json_response(
             page.body.text, headers=next_page(request, page.next_cursor, cursor_header=True)
         )
-    # A whole subtree: streamed, and counted against the heavy-read bound.
+    # A whole subtree, streamed. Only a heavy list (more than heavy.threshold_rows
+    # tenants) takes a slot: its first chunk, one row past the threshold, tells; or, when
+    # no slot would be free at once, a count capped there (docs/decisions.md).
+    heavy = request.app[HEAVY_READS]
+    caller, first_rows = principal.actor_id, heavy.threshold_rows + 1
+    if not heavy.free_for(caller) and await queries.descendants_over(
+        principal, tenant_id, query, heavy.threshold_rows
+    ):
+        # No slot at once for a heavy list: refused (429) or waiting (503 after) without
+        # rendering anything, and without holding a pooled connection while it waits.
+        return await _whole_heavy_list(request, principal, tenant_id, query)
+    async with queries.descendants(principal, tenant_id, query, first_rows=first_rows) as chunks:
+        first = await anext(chunks, None)
+        if first is None or len(first.ids) < first_rows:
+            return await stream_json_array(request, chunks, first=first)
+        async with heavy.slot(caller, wait=False) as held:
+            if held:
+                return await stream_json_array(request, chunks, first=first)
+    # The last slot was taken meanwhile: give the connection back before waiting.
+    return await _whole_heavy_list(request, principal, tenant_id, query)
+
+
+async def _whole_heavy_list(
+    request: web.Request, principal: Principal, tenant_id: UUID, query: DescendantsQuery
+) -> web.StreamResponse:
+    """A heavy list: a slot first (429 past the caller's share, 503 when none frees up
+    within the wait), then the list read afresh."""
+    heavy = request.app[HEAVY_READS]
+    queries = use_cases(request).tenant_queries
     async with (
-        request.app[HEAVY_READS].slot(principal.actor_id),
-        queries.descendants(principal, tenant_id, query) as chunks,
+        heavy.slot(principal.actor_id),
+        queries.descendants(
+            principal, tenant_id, query, first_rows=heavy.threshold_rows + 1
+        ) as chunks,
     ):
         return await stream_json_array(request, chunks)
 

@@ -65,11 +65,11 @@ def finish_headers(request: web.Request, response: web.StreamResponse, *, privat
     compress_if_asked(request, response)
 
 
-def finish_stream_headers(request: web.Request, response: web.StreamResponse) -> None:
+def finish_stream_headers(request: web.Request, response: web.StreamResponse) -> bool:
     """finish_headers for a streamed answer of a credentialed route, applied before its
-    first byte (headers cannot change afterwards); gzip streams chunk by chunk."""
+    first byte (headers cannot change afterwards). Whether the client takes gzip: the
+    stream then compresses chunk by chunk itself (service/http/streaming.py)."""
     response.headers[hdrs.SERVER] = SERVER
     response.headers.setdefault(hdrs.CACHE_CONTROL, "no-store")
     _add_vary(response, hdrs.ACCEPT_ENCODING)
-    if accepts_gzip(request.headers.get(hdrs.ACCEPT_ENCODING, "")):
-        response.enable_compression(web.ContentCoding.gzip)
+    return accepts_gzip(request.headers.get(hdrs.ACCEPT_ENCODING, ""))

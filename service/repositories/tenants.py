@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -10,6 +11,7 @@ from uuid import UUID
 
 import asyncpg
 
+from service.db.chunks import read_ahead
 from service.db.repository import NamedSql, Repository
 
 
@@ -130,6 +132,7 @@ class TenantsRepository(Repository):
     _children_json = NamedSql("list_children_json")
     _ancestors_json = NamedSql("list_ancestors_json")
     _descendants_json = NamedSql("stream_descendants_json")
+    _count_descendants = NamedSql("count_descendants_capped")
     _has_active_children = NamedSql("has_active_children")
     _update_fields = NamedSql("update_tenant_fields")
     _archive = NamedSql("archive_tenant")
@@ -325,11 +328,13 @@ class TenantsRepository(Repository):
         after: str | None,
         max_depth: int | None,
         include_archived: bool,
+        first_rows: int,
         chunk_rows: int,
     ) -> AsyncGenerator[JsonRows, None]:
         """Descendants of the tenant at ancestry_path in pre-order, after the path
-        `after`, down to absolute depth max_depth, chunk_rows rows at a time through a
-        cursor (so in bounded memory whatever the subtree). Run inside a transaction."""
+        `after`, down to absolute depth max_depth, through a cursor (so in bounded memory
+        whatever the subtree): first_rows rows, then chunk_rows at a time, read ahead
+        (service/db/chunks.py). Run inside a transaction."""
         cursor = await self._descendants_json.cursor(
             conn,
             path=ancestry_path,
@@ -337,12 +342,32 @@ class TenantsRepository(Repository):
             max_depth=max_depth,
             include_archived=include_archived,
         )
-        while True:
-            rows = await cursor.fetch(chunk_rows)
-            if rows:
+        chunks = read_ahead(cursor, first_rows, chunk_rows)
+        async with aclosing(chunks):
+            async for rows in chunks:
                 yield JsonRows([r["document"] for r in rows], [r["id"] for r in rows])
-            if len(rows) < chunk_rows:
-                return
+
+    async def count_descendants_capped(
+        self,
+        conn: asyncpg.Connection,
+        ancestry_path: str,
+        *,
+        after: str | None,
+        max_depth: int | None,
+        include_archived: bool,
+        cap: int,
+    ) -> int:
+        """How many rows stream_descendants_json would yield, up to cap."""
+        return int(
+            await self._count_descendants.value(
+                conn,
+                path=ancestry_path,
+                after=after,
+                max_depth=max_depth,
+                include_archived=include_archived,
+                cap=cap,
+            )
+        )
 
     async def has_active_children(self, conn: asyncpg.Connection, tenant_id: UUID) -> bool:
         return bool(await self._has_active_children.value(conn, tenant_id=tenant_id))

@@ -199,6 +199,23 @@ WHERE d.ancestry_path > coalesce(:'after'::text, :'path'::text || '/')
   AND (:'include_archived'::boolean OR d.status = 'active')
 ORDER BY d.ancestry_path;
 
+-- name: count_descendants_capped :value
+-- How many tenants stream_descendants_json would list (same range and filters), counted
+-- up to :'cap' only: whether a whole list is heavy, asked before rendering any of it
+-- when a heavy list could not get a slot at once. Reads the path index and the heap
+-- rows of at most :'cap' tenants (and the archived ones skipped), no config, no JSON.
+SELECT count(*)::integer AS listed
+FROM (
+    SELECT 1
+    FROM tenants t
+    WHERE t.ancestry_path > coalesce(:'after'::text, :'path'::text || '/')
+      AND t.ancestry_path < :'path'::text || '0'
+      AND t.depth <= coalesce(:'max_depth'::integer, 2147483647)
+      AND (:'include_archived'::boolean OR t.status = 'active')
+    ORDER BY t.ancestry_path  -- the path index's order: without it a capped scan may
+    LIMIT :'cap'::integer     -- be planned as a sequential one that stops early
+) AS capped;
+
 -- name: has_active_children :value
 -- Whether a tenant has at least one active child (archive needs none).
 SELECT EXISTS (

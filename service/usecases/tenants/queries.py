@@ -21,7 +21,8 @@ from service.usecases.common.tenant_access import active, visible, visible_activ
 from service.views.base import render
 from service.views.tenants import Tenant as TenantView
 
-# Rows per fetch of a streamed descendants list (a tenant document is about 0.5 kB).
+# Rows per fetch of a streamed descendants list after the first (a tenant document is
+# about 0.5 kB): two chunks at most are held per list (one sent, one fetched ahead).
 DESCENDANT_CHUNK_ROWS = 500
 
 
@@ -35,6 +36,11 @@ class Page:
     @property
     def has_more(self) -> bool:
         return self.next_cursor is not None
+
+
+def _max_depth(depth: int, query: DescendantsQuery) -> int | None:
+    """The absolute depth a descendants list goes down to (None: every level)."""
+    return None if query.max_depth is None else depth + query.max_depth
 
 
 def _page(rows: list[Tenant], limit: int) -> Page:
@@ -197,11 +203,14 @@ class TenantQueries:
         tenant_id: UUID,
         query: DescendantsQuery,
         *,
+        first_rows: int,
         chunk_rows: int = DESCENDANT_CHUNK_ROWS,
     ) -> AsyncIterator[AsyncIterator[JsonRows]]:
-        """Descendants in pre-order as chunks of rendered rows, read from one snapshot
-        (a cursor in a read-only transaction) while the caller consumes them. Access
-        and the cursor are checked on entry, before anything is sent."""
+        """Descendants in pre-order as chunks of rendered rows (first_rows, then
+        chunk_rows each), read from one snapshot (a cursor in a read-only transaction)
+        while the caller consumes them. Access and the cursor are checked on entry,
+        before anything is sent; a first chunk shorter than first_rows is the whole
+        list (how a caller tells a heavy read from a light one before sending)."""
         async with self.db.read_connection() as conn, conn.transaction(readonly=True):
             node = visible_active(principal, await self.tenants.get_tenant_node(conn, tenant_id))
             after = None
@@ -211,18 +220,39 @@ class TenantQueries:
                 conn,
                 node.ancestry_path,
                 after=after,
-                max_depth=None if query.max_depth is None else node.depth + query.max_depth,
+                max_depth=_max_depth(node.depth, query),
                 include_archived=query.include_archived,
+                first_rows=first_rows,
                 chunk_rows=chunk_rows,
             )
             async with aclosing(rows):
                 yield rows
 
+    async def descendants_over(
+        self, principal: Principal, tenant_id: UUID, query: DescendantsQuery, rows: int
+    ) -> bool:
+        """Whether the whole list `descendants` would send has more than `rows` tenants,
+        counted without rendering any (access and the cursor checked as there)."""
+        async with self.db.read_connection() as conn:
+            node = visible_active(principal, await self.tenants.get_tenant_node(conn, tenant_id))
+            after = None
+            if query.cursor is not None:
+                after = await self._cursor_path(conn, node.ancestry_path, query.cursor)
+            listed = await self.tenants.count_descendants_capped(
+                conn,
+                node.ancestry_path,
+                after=after,
+                max_depth=_max_depth(node.depth, query),
+                include_archived=query.include_archived,
+                cap=rows + 1,
+            )
+        return listed > rows
+
     async def descendants_page(
         self, principal: Principal, tenant_id: UUID, query: DescendantsQuery, limit: int
     ) -> RawJsonPage:
         """One page of `limit` descendants, and the cursor of the next when more follow."""
-        async with self.descendants(principal, tenant_id, query, chunk_rows=limit + 1) as chunks:
+        async with self.descendants(principal, tenant_id, query, first_rows=limit + 1) as chunks:
             rows = await anext(chunks, None)
         documents = [] if rows is None else rows.documents
         next_cursor = None
