@@ -122,7 +122,7 @@ def create_app(
     limiter = RateLimiter(settings)
     reads = ReadCache(settings.read_cache_size)
     # Each change heard gets the primary's position, so replica reads can fill the cache.
-    reads.track_positions(database.change_position)
+    reads.track_positions(database.write_position)
     app[keys.READ_CACHE] = reads
     app[keys.HEAVY_READS] = HeavyReads(
         settings.heavy_reads_per_process,

@@ -86,7 +86,7 @@ async def caught_up(cluster: Cluster, client: TestClient) -> None:
     """Every change heard has its primary position, the standby has replayed past all of
     them, and the service's checker counts the replica as usable."""
     await client.app[READ_CACHE].wait_positioned()
-    await cluster.wait_replayed(inserted=True)
+    await cluster.wait_replayed()
     replicas = client.app[DATABASE].replicas
     replica = replicas.replicas[0]
     async with asyncio.timeout(20):

@@ -256,17 +256,9 @@ class Database:
             return None
         return replica, pool, cast(asyncpg.Connection, conn)
 
-    async def change_position(self) -> int | None:
-        """The primary's WAL insert position now: past the commit of every change
-        announced so far (the read cache's positions), or None when it cannot tell."""
-        try:
-            async with self.connection() as conn:
-                return await self._positions.insert_position(conn)
-        except Exception:
-            return None
-
     async def write_position(self) -> int | None:
-        """The primary's WAL position now (after a commit: at or past its record)."""
+        """The primary's WAL position now (after a commit: at or past its record; so,
+        for the read cache, past every change whose announcement has arrived)."""
         try:
             async with self.connection() as conn:
                 return await self._positions.current_position(conn)

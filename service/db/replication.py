@@ -9,7 +9,6 @@ from service.db.repository import NamedSql, Repository
 class ReplicationRepository(Repository):
     _position = NamedSql("current_wal_position")
     _state = NamedSql("replica_state")
-    _insert_position = NamedSql("current_wal_insert_position")
     _replayed = NamedSql("replay_position")
 
     async def current_position(self, conn: Executor) -> int:
@@ -20,10 +19,6 @@ class ReplicationRepository(Repository):
         row = await self._state.one(conn)
         assert row is not None
         return bool(row["standby"]), int(row["replayed"])
-
-    async def insert_position(self, conn: Executor) -> int:
-        """The primary's WAL insert position: past every commit announced so far."""
-        return int(await self._insert_position.value(conn))
 
     async def replayed_position(self, conn: Executor) -> int:
         """What a standby has replayed (0 on a server that is not one)."""

@@ -10,11 +10,6 @@ SELECT
     pg_is_in_recovery() AS standby,
     coalesce(pg_last_wal_replay_lsn(), pg_current_wal_lsn()) AS replayed;
 
--- name: current_wal_insert_position :value
--- The primary's WAL insert position: at or past the commit record of every transaction
--- whose commit has been announced, whatever synchronous_commit says.
-SELECT pg_current_wal_insert_lsn() AS position;
-
 -- name: replay_position :value
 -- What this standby has replayed (0 when it is no standby: never trusted as current).
 -- Read in its own statement before a read, so that read's snapshot sees at least this.

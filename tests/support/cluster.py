@@ -186,13 +186,11 @@ class Cluster:
                 raise TimeoutError(f"the standby does not stream: {[dict(r) for r in rows]}")
             await _sleep_briefly()
 
-    async def wait_replayed(self, within: float = 30.0, *, inserted: bool = False) -> None:
-        """Until the standby has replayed everything the primary has written so far (or,
-        `inserted`, everything inserted into its WAL: the read cache's positions)."""
-        position = "pg_current_wal_insert_lsn()" if inserted else "pg_current_wal_lsn()"
+    async def wait_replayed(self, within: float = 30.0) -> None:
+        """Until the standby has replayed everything the primary has written so far."""
         primary = await asyncpg.connect(self.primary.dsn)
         try:
-            target = await primary.fetchval(f"SELECT {position}")
+            target = await primary.fetchval("SELECT pg_current_wal_lsn()")
         finally:
             await primary.close()
         deadline = time.monotonic() + within
