@@ -28,6 +28,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import aiohttp
 import asyncpg
@@ -36,6 +37,7 @@ from bench.environment import ServiceProcess, free_port, run_cli, service_env
 from bench.loadgen import LoadResult, Target, run_load
 from bench.seed import seed_database
 from bench.shapes import SeedPlan
+from service.db.queries import Queries
 from tests.support.cluster import Cluster, find_binaries
 from tests.support.databases import create_database, create_template, with_database
 
@@ -232,6 +234,32 @@ async def lagging(
     }
 
 
+async def fill_statements(standby: str, ids: list[str], repeats: int = 2000) -> dict[str, Any]:
+    """What a replica fill adds on the database side: the replay-position statement
+    against the tenant document's own, timed on one standby connection, interleaved."""
+    queries = Queries.load()
+    replayed, document = queries["replay_position"], queries["get_tenant"]
+    conn = await asyncpg.connect(standby)
+    try:
+        times: dict[str, list[float]] = {"replay_position": [], "get_tenant": []}
+        for index in range(repeats):
+            started = time.perf_counter()
+            await replayed.value(conn)
+            middle = time.perf_counter()
+            await document.one(conn, tenant_id=UUID(ids[index % len(ids)]))
+            times["replay_position"].append(middle - started)
+            times["get_tenant"].append(time.perf_counter() - middle)
+    finally:
+        await conn.close()
+    medians = {name: statistics.median(values) * 1e6 for name, values in times.items()}
+    return {
+        "repeats": repeats,
+        "replay_position_us": round(medians["replay_position"], 1),
+        "get_tenant_us": round(medians["get_tenant"], 1),
+        "ratio": round(medians["replay_position"] / medians["get_tenant"], 3),
+    }
+
+
 async def measure(tenants: int, rounds: int, seconds: float) -> dict[str, Any]:
     binaries, why = find_binaries()
     if binaries is None:
@@ -265,6 +293,7 @@ async def measure(tenants: int, rounds: int, seconds: float) -> dict[str, Any]:
             "rounds": rounds,
             "seconds_per_load": seconds,
             "connections": CONNECTIONS,
+            "fill_statements": await fill_statements(standby, ids),
             "overhead": await overhead(services, headers, ids, parents, rounds, seconds),
             "lag": await lagging(cluster, services[(True, True)], headers, ids),
         }
@@ -290,6 +319,7 @@ def run(args: argparse.Namespace) -> int:
     out.write_text(json.dumps(result, indent=2) + "\n")
     for name, figures in result["overhead"].items():
         say(f"{name}: replica/primary req/s {figures['rps_ratio']}, p50 {figures['p50_ratio']}")
+    say(f"fill statements on the standby: {json.dumps(result['fill_statements'])}")
     lag = {k: v for k, v in result["lag"].items() if k != "timeline"}
     say(f"lag: {json.dumps(lag)}")
     say(f"written to {out}")
