@@ -365,3 +365,19 @@ async def test_each_heard_change_gets_the_primary_position_sampled_after_it() ->
     assert not cache.behind("tenant", tenant_id, f"/{tenant_id}", 700)
     assert cache.behind("tenant", tenant_id, f"/{tenant_id}", 699)
     await cache.stop()
+
+
+def test_a_replica_read_that_overlaps_a_change_of_its_tenant_is_not_cached() -> None:
+    """The generation rule holds for replica reads too: a replica far ahead of every
+    recorded position still may have read before the change reached it."""
+    cache = ReadCache()
+    cache.enable()
+    tenant_id = uuid.uuid4()
+    started = cache.generation
+    cache.invalidate(Change(own=frozenset({str(tenant_id)})))
+    cache.positioned(cache.generation, 100)
+    assert not cache.behind("tenant", tenant_id, f"/{tenant_id}", 10**6)
+    cache.put("tenant", tenant_id, _placed(tenant_id, f"/{tenant_id}"), started, 10**6)
+    assert cache.get("tenant", tenant_id) is None
+    cache.put("tenant", tenant_id, _placed(tenant_id, f"/{tenant_id}"), cache.generation, 10**6)
+    assert cache.get("tenant", tenant_id) is not None
