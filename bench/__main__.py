@@ -3,6 +3,7 @@
 python -m bench run --quick            100,000 tenants, under 5 minutes (make bench)
 python -m bench run --full             1,000,000 tenants (make bench-full)
 python -m bench mixed                  the mixed workload alone (contexts read while writes arrive)
+python -m bench replicas               replicas: routing overhead, a lagging one (bench/replicas.py)
 python -m bench markdown FILE          markdown tables of a results file
 python -m bench plots FILE...          PNG charts of results files (docs/performance/)
 python -m bench seed --dsn DSN --tenants N
@@ -21,6 +22,8 @@ from pathlib import Path
 from bench.environment import PostgresServer
 from bench.http_suite import LoadSettings
 from bench.markdown import render
+from bench.replicas import add_options as add_replica_options
+from bench.replicas import run as run_replicas
 from bench.report import format_report
 from bench.results import encode, load_run
 from bench.runner import RunOptions, run_suite
@@ -59,6 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
     plots.add_argument(
         "--out", type=Path, default=PLOTS_DIR, help=f"where to write them ({PLOTS_DIR})"
     )
+    replicas = sub.add_parser(
+        "replicas",
+        help="replica routing overhead against the primary, and a lagging replica "
+        "(a primary and streaming standby of the machine's PostgreSQL)",
+    )
+    add_replica_options(replicas)
     seed = sub.add_parser("seed", help="seed a migrated, empty database")
     seed.add_argument("--dsn", required=True)
     seed.add_argument("--tenants", type=int, default=100_000)
@@ -196,7 +205,14 @@ def _plots(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    commands = {"run": _run, "mixed": _run, "seed": _seed, "markdown": _markdown, "plots": _plots}
+    commands = {
+        "run": _run,
+        "mixed": _run,
+        "replicas": run_replicas,
+        "seed": _seed,
+        "markdown": _markdown,
+        "plots": _plots,
+    }
     return commands[args.command](args)
 
 

@@ -121,6 +121,8 @@ def create_app(
     app[keys.DEPS] = deps
     limiter = RateLimiter(settings)
     reads = ReadCache(settings.read_cache_size)
+    # Each change heard gets the primary's position, so replica reads can fill the cache.
+    reads.track_positions(database.write_position)
     app[keys.READ_CACHE] = reads
     app[keys.HEAVY_READS] = HeavyReads(
         settings.heavy_reads_per_process,
@@ -175,6 +177,7 @@ async def _database_lifecycle(app: web.Application) -> AsyncIterator[None]:
     try:
         yield
     finally:
+        await app[keys.READ_CACHE].stop()
         await app[keys.DATABASE].close()
         log.info("database closed")
 

@@ -13,6 +13,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from service.auth.key_listener import KeyChangeListener
+from service.caches import read_cache
+from service.caches.announcements import Change
 from service.caches.key_cache import KeyCache
 from service.caches.read_cache import CachedRead, ReadCache
 from service.etags import Rendered
@@ -284,3 +286,98 @@ async def test_only_authenticated_writes_wait_for_announcements(
     assert len(markers) == 1
     # Nothing changed, so nothing was dropped.
     assert cache.get("context", uuid.UUID(tenant["id"])) is not None
+
+
+def _placed(tenant_id: uuid.UUID, path: str) -> CachedRead:
+    resolved = ResolvedContext(tenant_id, path, 0, "SHARED_RLS", "active", [], [])
+    return CachedRead(resolved, Rendered(b"{}", '"e"'))
+
+
+def test_a_replica_read_behind_a_heard_change_is_not_cached() -> None:
+    """The invariant of docs/scaling.md, "Caches": a replica's read is cached only once
+    it has replayed every heard change that touches its tenant."""
+    cache = ReadCache()
+    cache.enable()
+    cache.positioned(cache.generation, 100)  # the enable's "everything"
+    changed, untouched = uuid.uuid4(), uuid.uuid4()
+    cache.invalidate(Change(own=frozenset({str(changed)})))
+    # Its position is not sampled yet: no replica position is enough.
+    assert cache.behind("tenant", changed, f"/{changed}", 10**12)
+    assert not cache.positioned_all
+    cache.positioned(cache.generation, 200)
+    assert cache.positioned_all
+    started = cache.generation
+    for replayed, kept in ((150, False), (200, True)):
+        assert cache.behind("tenant", changed, f"/{changed}", replayed) is not kept
+        cache.put("tenant", changed, _placed(changed, f"/{changed}"), started, replayed)
+        assert (cache.get("tenant", changed) is not None) is kept
+    # The change does not touch another tenant: a replica at 150 has all it needs.
+    assert not cache.behind("tenant", untouched, f"/{untouched}", 150)
+    cache.put("tenant", untouched, _placed(untouched, f"/{untouched}"), started, 150)
+    assert cache.get("tenant", untouched) is not None
+    # Not found on the replica (path unknown): judged by its own id.
+    assert cache.behind("tenant", changed, None, 150)
+    # A change of an ancestor's entries reaches the contexts below it.
+    cache.invalidate(Change(entries=frozenset({str(untouched)})))
+    cache.positioned(cache.generation, 300)
+    below = uuid.uuid4()
+    assert cache.behind("context", below, f"/{untouched}/{below}", 250)
+    assert not cache.behind("tenant", below, f"/{untouched}/{below}", 250)
+
+
+def test_a_replica_behind_forgotten_changes_is_not_trusted(monkeypatch) -> None:
+    monkeypatch.setattr(read_cache, "RECENT_CHANGES", 4)
+    cache = ReadCache()
+    cache.enable()
+    other, tenant_id = uuid.uuid4(), uuid.uuid4()
+    for position in range(1, 10):
+        cache.invalidate(Change(own=frozenset({str(other)})))
+        cache.positioned(cache.generation, position * 100)
+    # The changes that fell out of the list may have touched anything.
+    assert cache.behind("tenant", tenant_id, f"/{tenant_id}", 450)
+    assert not cache.behind("tenant", tenant_id, f"/{tenant_id}", 900)
+    # Forgotten before their position arrived: nothing is trusted until it does.
+    for _ in range(6):
+        cache.invalidate(Change(own=frozenset({str(other)})))
+    assert cache.behind("tenant", tenant_id, f"/{tenant_id}", 10**12)
+    cache.positioned(cache.generation, 2000)
+    assert not cache.behind("tenant", tenant_id, f"/{tenant_id}", 2000)
+    assert cache.behind("tenant", tenant_id, f"/{tenant_id}", 1999)
+
+
+async def test_each_heard_change_gets_the_primary_position_sampled_after_it() -> None:
+    cache = ReadCache()
+    answers: list[int | None] = [None, 700]  # the first sample fails: asked again
+    asked = asyncio.Event()
+
+    async def source() -> int | None:
+        asked.set()
+        return answers.pop(0)
+
+    cache.track_positions(source)
+    cache.enable()
+    tenant_id = uuid.uuid4()
+    cache.announced(f"o{tenant_id}")
+    await asked.wait()
+    async with asyncio.timeout(10):
+        await cache.wait_positioned()
+    assert cache.positioned_all
+    assert not cache.behind("tenant", tenant_id, f"/{tenant_id}", 700)
+    assert cache.behind("tenant", tenant_id, f"/{tenant_id}", 699)
+    await cache.stop()
+
+
+def test_a_replica_read_that_overlaps_a_change_of_its_tenant_is_not_cached() -> None:
+    """The generation rule holds for replica reads too: a replica far ahead of every
+    recorded position still may have read before the change reached it."""
+    cache = ReadCache()
+    cache.enable()
+    tenant_id = uuid.uuid4()
+    started = cache.generation
+    cache.invalidate(Change(own=frozenset({str(tenant_id)})))
+    cache.positioned(cache.generation, 100)
+    assert not cache.behind("tenant", tenant_id, f"/{tenant_id}", 10**6)
+    cache.put("tenant", tenant_id, _placed(tenant_id, f"/{tenant_id}"), started, 10**6)
+    assert cache.get("tenant", tenant_id) is None
+    cache.put("tenant", tenant_id, _placed(tenant_id, f"/{tenant_id}"), cache.generation, 10**6)
+    assert cache.get("tenant", tenant_id) is not None

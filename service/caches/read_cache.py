@@ -16,6 +16,13 @@ Freshness (docs/decisions.md, "Scoped read-cache invalidation"):
 - A read that was running while a change touching it was announced may have seen the
   old rows: put() refuses it. Changes are numbered (the generation) and the recent ones
   kept, so a read is refused only when a change since it started touches its tenant.
+- A read from a replica may be older than an announcement already heard (docs/scaling.md,
+  "Caches"). Each change records the primary's WAL position sampled after it arrived
+  (at or past its commit); a replica read carries the position the replica had
+  replayed before its snapshot. behind() says when a change touching the tenant lies
+  past that position: the caller then reads the primary instead, and put() refuses such
+  a read too. The hot path is two comparisons: a replica that has replayed every
+  recorded change needs no scan.
 
 Each entry is indexed under every id of its ancestry path (the path it was read with:
 after a move that is the old one, and the moved subtree's top lies on both), so "this
@@ -27,7 +34,10 @@ so the caller's access is checked on every request, cached or not.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 from uuid import UUID
@@ -38,7 +48,23 @@ from service.etags import Rendered
 DEFAULT_MAX_ENTRIES = 20_000
 # Changes remembered for reads in flight; a read older than all of them is not cached.
 RECENT_CHANGES = 1024
+# A primary position that could not be sampled is asked for again after this long; until
+# then replica reads of what the change touches go to the primary.
+RESAMPLE_SECONDS = 0.5
 Key = tuple[Kind, UUID]
+PositionSource = Callable[[], Awaitable[int | None]]
+
+
+class _Recorded:
+    """A change heard, numbered by the generation it started, with the primary's WAL
+    position sampled after it arrived (None until the sample returns)."""
+
+    __slots__ = ("change", "number", "position")
+
+    def __init__(self, number: int, change: Change) -> None:
+        self.number = number
+        self.change = change
+        self.position: int | None = None
 
 
 class Placed(Protocol):
@@ -66,9 +92,19 @@ class ReadCache:
         self._below: dict[str, set[Key]] = {}
         self._generation = 0
         # The most recent changes, numbered by the generation they started.
-        self._changes: deque[tuple[int, Change]] = deque(maxlen=RECENT_CHANGES)
+        self._changes: deque[_Recorded] = deque(maxlen=RECENT_CHANGES)
         self._markers: dict[str, asyncio.Future[None]] = {}
         self._enabled = False
+        # Primary positions: every change numbered up to _positioned_through has one;
+        # _highest is the highest of them, forgotten changes included, and _forgotten
+        # the highest of the changes that fell out of _changes (_forgotten_through their
+        # newest number): a replica read behind it may miss any of them.
+        self._positioned_through = 0
+        self._highest = 0
+        self._forgotten = 0
+        self._forgotten_through = 0
+        self._source: PositionSource | None = None
+        self._sampler: asyncio.Task[None] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -78,6 +114,16 @@ class ReadCache:
     def generation(self) -> int:
         """Take this before reading the database and hand it to put()."""
         return self._generation
+
+    @property
+    def positioned_all(self) -> bool:
+        """Every change heard has its primary position (tests wait for this)."""
+        return self._positioned_through == self._generation
+
+    async def wait_positioned(self) -> None:
+        """Until every change heard so far has its primary position (tests wait)."""
+        while not self.positioned_all and self._sampler is not None:
+            await asyncio.shield(self._sampler)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -90,13 +136,24 @@ class ReadCache:
             self._entries.move_to_end((kind, tenant_id))
         return entry
 
-    def put(self, kind: Kind, tenant_id: UUID, entry: CachedRead, generation: int) -> None:
+    def put(
+        self,
+        kind: Kind,
+        tenant_id: UUID,
+        entry: CachedRead,
+        generation: int,
+        replayed: int | None = None,
+    ) -> None:
         """Cache a read that started at `generation`, unless a change announced since
-        then may have altered it (its row may predate the change)."""
+        then may have altered it (its row may predate the change), or, for a replica's
+        read (`replayed`: the position it had replayed), unless a change it has not
+        replayed touches it."""
         if not self._enabled:
             return
         ids = path_ids(entry.node.ancestry_path)
         if generation != self._generation and self._overtaken(kind, tenant_id, ids, generation):
+            return
+        if replayed is not None and self._behind(kind, str(tenant_id), ids, replayed):
             return
         key = (kind, tenant_id)
         self._drop(key)
@@ -107,12 +164,31 @@ class ReadCache:
             self._drop(next(iter(self._entries)))
 
     def _overtaken(self, kind: Kind, tenant_id: UUID, ids: list[str], generation: int) -> bool:
-        if not self._changes or self._changes[0][0] > generation + 1:
+        if not self._changes or self._changes[0].number > generation + 1:
             return True  # the changes since `generation` are no longer all known
         own = str(tenant_id)
         return any(
-            number > generation and change.touches(kind, own, ids)
-            for number, change in self._changes
+            seen.number > generation and seen.change.touches(kind, own, ids)
+            for seen in self._changes
+        )
+
+    def behind(self, kind: Kind, tenant_id: UUID, ancestry_path: str | None, replayed: int) -> bool:
+        """Whether a replica read of this tenant (at `ancestry_path` as the replica saw
+        it; None: the replica did not find it) that had replayed `replayed` may predate
+        a change this process has heard."""
+        own = str(tenant_id)
+        ids = [own] if ancestry_path is None else path_ids(ancestry_path)
+        return self._behind(kind, own, ids, replayed)
+
+    def _behind(self, kind: Kind, own: str, ids: list[str], replayed: int) -> bool:
+        if self._positioned_through == self._generation and replayed >= self._highest:
+            return False  # the replica has replayed every change heard: no scan
+        if self._forgotten_through > self._positioned_through or replayed < self._forgotten:
+            return True  # a change no longer listed may lie past it
+        return any(
+            (seen.position is None or seen.position > replayed)
+            and seen.change.touches(kind, own, ids)
+            for seen in self._changes
         )
 
     def _drop(self, key: Key) -> None:
@@ -130,7 +206,7 @@ class ReadCache:
         """Drop what a change may have altered; reads running now will not be cached
         if it touches them."""
         self._generation += 1
-        self._changes.append((self._generation, change))
+        self._record(_Recorded(self._generation, change))
         if change.everything:
             self._entries.clear()
             self._below.clear()
@@ -150,6 +226,66 @@ class ReadCache:
 
     def clear(self) -> None:
         self.invalidate(EVERYTHING)
+
+    def _record(self, seen: _Recorded) -> None:
+        if len(self._changes) == self._changes.maxlen:
+            oldest = self._changes[0]
+            self._forgotten_through = oldest.number
+            if oldest.position is not None:
+                self._forgotten = max(self._forgotten, oldest.position)
+        self._changes.append(seen)
+        if self._source is not None and (self._sampler is None or self._sampler.done()):
+            with contextlib.suppress(RuntimeError):  # no running loop: nothing samples
+                # A context of its own: never the held transaction of the request whose
+                # clear() happened to start it.
+                self._sampler = asyncio.get_running_loop().create_task(
+                    self._sample(self._source),
+                    name="read-cache-positions",
+                    context=contextvars.Context(),
+                )
+
+    def track_positions(self, source: PositionSource) -> None:
+        """Sample the primary's WAL position with `source` after each change is heard
+        (None from it: not sampled this time). Without a source no change gets a position,
+        so every replica read of what a heard change touches goes to the primary."""
+        self._source = source
+
+    async def _sample(self, source: PositionSource) -> None:
+        """Until every change heard has a position. One sample covers every change heard
+        before it was asked for: their commits lie at or before the position."""
+        while self._positioned_through < self._generation:
+            through = self._generation
+            try:
+                position = await source()
+            except Exception:
+                position = None
+            if position is None:
+                await asyncio.sleep(RESAMPLE_SECONDS)
+                continue
+            self.positioned(through, position)
+
+    def positioned(self, through: int, position: int) -> None:
+        """The primary was at `position` after the changes numbered up to `through`
+        arrived."""
+        if through <= self._positioned_through:
+            return
+        for seen in reversed(self._changes):
+            if seen.number <= self._positioned_through:
+                break
+            if seen.number <= through:
+                seen.position = position
+        if self._forgotten_through > self._positioned_through:
+            self._forgotten = max(self._forgotten, position)  # those up to `through`
+        self._highest = max(self._highest, position)
+        self._positioned_through = through
+
+    async def stop(self) -> None:
+        """Stop sampling for good (the app is closing its database)."""
+        self._source = None
+        sampler, self._sampler = self._sampler, None
+        if sampler is not None:
+            sampler.cancel()
+            await asyncio.gather(sampler, return_exceptions=True)
 
     def announced(self, payload: str) -> None:
         """The listener heard an announcement (in commit order)."""

@@ -181,12 +181,27 @@ class Database:
         """fn(conn) for a read that replica data may answer (docs/scaling.md): on a
         usable replica, else on the primary. A replica that fails is skipped from then
         on and the read runs again on the primary."""
+        result, _ = await self._read(fn, positioned=False)
+        return result
+
+    async def read_replayed(
+        self, fn: Callable[[asyncpg.Connection], Awaitable[T]]
+    ) -> tuple[T, int | None]:
+        """As read(), with the WAL position the replica had replayed before fn's
+        snapshot was taken (its own statement first: a lower bound), or None when the
+        primary answered (always current). For reads that fill the read cache."""
+        return await self._read(fn, positioned=True)
+
+    async def _read(
+        self, fn: Callable[[asyncpg.Connection], Awaitable[T]], *, positioned: bool
+    ) -> tuple[T, int | None]:
         taken = await self._replica_connection()
         if taken is not None:
             replica, pool, conn = taken
             try:
                 try:
-                    return await fn(conn)
+                    replayed = await self._positions.replayed_position(conn) if positioned else 0
+                    return await fn(conn), replayed
                 finally:
                     await _give_back(pool, conn)
             except Exception as exc:
@@ -194,7 +209,7 @@ class Database:
                     raise
                 if not _recovery_conflict(exc):
                     await self.replicas.failed_read(replica, exc)
-        return await self.run(fn)
+        return await self.run(fn), None
 
     @asynccontextmanager
     async def read_connection(self) -> AsyncIterator[asyncpg.Connection]:
@@ -242,7 +257,8 @@ class Database:
         return replica, pool, cast(asyncpg.Connection, conn)
 
     async def write_position(self) -> int | None:
-        """The primary's WAL position now (after a commit: at or past its record)."""
+        """The primary's WAL position now (after a commit: at or past its record; so,
+        for the read cache, past every change whose announcement has arrived)."""
         try:
             async with self.connection() as conn:
                 return await self._positions.current_position(conn)

@@ -58,6 +58,9 @@ class Replica:
     down_until: float = 0.0
     backoff: float = BACKOFF_START_SECONDS
     requests: int = 0
+    # (time, position) of the oldest primary sample it has not replayed, kept so the lag
+    # goes on growing once that sample is older than every sample still kept.
+    missing: tuple[float, int] | None = None
     skips: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SKIP_REASONS, 0))
 
 
@@ -143,17 +146,24 @@ class ReplicaSet:
             return
         replica.backoff = BACKOFF_START_SECONDS
         if sampled:
-            replica.lag_seconds = self._lag(replica.replayed, now)
+            replica.lag_seconds = self._lag(replica, now)
 
-    def _lag(self, replayed: int, now: float) -> float:
+    def _lag(self, replica: Replica, now: float) -> float:
         """Seconds since the oldest primary sample the replica has not replayed yet
-        (0 when it has replayed the newest one)."""
-        missing_since = None
+        (0 when it has replayed the newest one). Only a few samples are kept; when the
+        replica has replayed none of them, the oldest one it was seen missing earlier
+        still counts if it has not replayed that one either."""
+        missing = None
         for at, position in reversed(self._samples):
-            if position <= replayed:
+            if position <= replica.replayed:
                 break
-            missing_since = at
-        return 0.0 if missing_since is None else now - missing_since
+            missing = (at, position)
+        else:
+            earlier = replica.missing
+            if missing is not None and earlier is not None and earlier[1] > replica.replayed:
+                missing = min(missing, earlier)
+        replica.missing = missing
+        return 0.0 if missing is None else now - missing[0]
 
     def _failed(self, replica: Replica, exc: BaseException) -> None:
         if replica.down_until <= time.monotonic():

@@ -9,3 +9,8 @@ SELECT pg_current_wal_lsn() AS position;
 SELECT
     pg_is_in_recovery() AS standby,
     coalesce(pg_last_wal_replay_lsn(), pg_current_wal_lsn()) AS replayed;
+
+-- name: replay_position :value
+-- What this standby has replayed (0 when it is no standby: never trusted as current).
+-- Read in its own statement before a read, so that read's snapshot sees at least this.
+SELECT coalesce(pg_last_wal_replay_lsn(), '0/0'::pg_lsn) AS position;

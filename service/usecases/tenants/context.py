@@ -9,6 +9,7 @@ from service.auth.principal import Principal
 from service.caches.read_cache import CachedRead, ReadCache
 from service.etags import Rendered
 from service.repositories.context import ResolvedContext
+from service.usecases.common.cache_fill import fill_read
 from service.usecases.common.deps import Deps
 from service.usecases.common.tenant_access import visible_active
 from service.usecases.entries.values import check_reveal, shown_value
@@ -38,10 +39,16 @@ class TenantContext:
             return cached.rendered
         generation = self.cache.generation
         # Masked: PostgreSQL renders the whole document (docs/performance.md, issue 17).
-        masked = await self.deps.db.run(lambda c: self.context.render_tenant_context(c, tenant_id))
+        masked, replayed = await fill_read(
+            self.deps.db,
+            self.cache,
+            "context",
+            tenant_id,
+            lambda c: self.context.render_tenant_context(c, tenant_id),
+        )
         node = visible_active(principal, masked)
         rendered = Rendered.of_text(node.document)
-        self.cache.put("context", tenant_id, CachedRead(node, rendered), generation)
+        self.cache.put("context", tenant_id, CachedRead(node, rendered), generation, replayed)
         return rendered
 
     def _view(self, ctx: ResolvedContext, revealer: Principal | None) -> TenantContextView:

@@ -16,6 +16,7 @@ from service.errors import FieldError, ServiceError
 from service.etags import Rendered
 from service.repositories.tenants import JsonRows, RawJson, RawJsonPage, Tenant
 from service.schemas.tenants import ChildrenQuery, DescendantsQuery, ListTenantsQuery
+from service.usecases.common.cache_fill import fill_read
 from service.usecases.common.deps import Deps
 from service.usecases.common.tenant_access import active, visible, visible_active
 from service.views.base import render
@@ -89,11 +90,16 @@ class TenantQueries:
         cached = self.cache.get("tenant", tenant_id)
         if cached is None:
             generation = self.cache.generation
-            tenant = visible(
-                principal, await self.db.run(lambda c: self.tenants.get_tenant(c, tenant_id))
+            found, replayed = await fill_read(
+                self.db,
+                self.cache,
+                "tenant",
+                tenant_id,
+                lambda c: self.tenants.get_tenant(c, tenant_id),
             )
+            tenant = visible(principal, found)
             cached = CachedRead(tenant, render(TenantView.of(tenant)))
-            self.cache.put("tenant", tenant_id, cached, generation)
+            self.cache.put("tenant", tenant_id, cached, generation, replayed)
         node = visible(principal, cached.node)
         if not include_archived:
             active(node)
