@@ -101,6 +101,10 @@ def test_consecutive_writes_to_one_tenant_change_its_value() -> None:
     assert len({t.path for t in first_tenant}) == 1
     assert len({t.body for t in first_tenant}) == 2
     assert len({(t.path, t.body) for t in writes}) == len(writes)
+    # Each phase starts from the first tenant again: its values must differ from every
+    # earlier phase's, or its writes would change nothing.
+    later = config_writes(picks, phase=2)
+    assert not {(t.path, t.body) for t in writes} & {(t.path, t.body) for t in later}
 
 
 def test_the_phases_are_ratios_to_b_db_and_to_the_quiet_phase() -> None:
