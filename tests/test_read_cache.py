@@ -17,6 +17,7 @@ from service.caches import read_cache
 from service.caches.announcements import Change
 from service.caches.key_cache import KeyCache
 from service.caches.read_cache import CachedRead, ReadCache
+from service.db.consistency import requiring
 from service.etags import Rendered
 from service.http.appkeys import READ_CACHE, REPOSITORIES
 from service.repositories.context import ResolvedContext
@@ -380,4 +381,17 @@ def test_a_replica_read_that_overlaps_a_change_of_its_tenant_is_not_cached() -> 
     cache.put("tenant", tenant_id, _placed(tenant_id, f"/{tenant_id}"), started, 10**6)
     assert cache.get("tenant", tenant_id) is None
     cache.put("tenant", tenant_id, _placed(tenant_id, f"/{tenant_id}"), cache.generation, 10**6)
+    assert cache.get("tenant", tenant_id) is not None
+
+
+def test_a_read_with_a_consistency_token_is_never_answered_from_the_cache() -> None:
+    """The token's write may come from another process whose announcement this one has
+    not heard yet: only a database server that has the write may answer."""
+    cache = ReadCache()
+    cache.enable()
+    tenant_id = uuid.uuid4()
+    cache.put("tenant", tenant_id, _entry(tenant_id), cache.generation)
+    assert cache.get("tenant", tenant_id) is not None
+    with requiring(12345):
+        assert cache.get("tenant", tenant_id) is None
     assert cache.get("tenant", tenant_id) is not None

@@ -43,6 +43,7 @@ from typing import Protocol
 from uuid import UUID
 
 from service.caches.announcements import EVERYTHING, Change, Kind, Marker, parse, path_ids
+from service.db.consistency import required_position
 from service.etags import Rendered
 
 DEFAULT_MAX_ENTRIES = 20_000
@@ -130,6 +131,11 @@ class ReadCache:
 
     def get(self, kind: Kind, tenant_id: UUID) -> CachedRead | None:
         if not self._enabled:
+            return None
+        if required_position() is not None:
+            # The request brought X-Consistency-Token: a database server that has its write
+            # answers. This process may not have heard that write yet (another process
+            # made it), so no entry of its own can be trusted to include it.
             return None
         entry = self._entries.get((kind, tenant_id))
         if entry is not None:
