@@ -107,7 +107,8 @@ def cli_env(db_url: str, tmp_path: Path) -> dict[str, str]:
 def test_migrate_applies_nothing_on_a_migrated_database(cli_env: dict[str, str]) -> None:
     result = run_cli("migrate", env={**cli_env, "LOG_LEVEL": "info"})
     assert result.returncode == 0, result.stderr
-    assert '"count": 0' in result.stderr
+    lines = [json.loads(line) for line in result.stderr.splitlines()]
+    assert [(line["event"], line["count"]) for line in lines] == [("migrations applied", 0)]
 
 
 def test_api_keys_create_prints_the_key_once_as_json(

@@ -5,6 +5,7 @@ a second. Their logs never carry a key."""
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -171,7 +172,8 @@ async def test_changes_through_one_process_reach_the_other_within_a_second(clust
 
 def test_process_logs_never_carry_a_key(cluster) -> None:
     logs = "".join(service.log() for service in cluster.services)
-    assert '"route": "/api/v1/tenants"' in logs  # the request lines are there
+    routes = {json.loads(line).get("route") for line in logs.splitlines() if line.strip()}
+    assert "/api/v1/tenants" in routes  # the request lines are there
     assert len(cluster.plaintexts) >= 3
     for plaintext in cluster.plaintexts:
         assert plaintext not in logs

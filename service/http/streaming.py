@@ -39,6 +39,11 @@ async def stream_json_array(
         response.headers[hdrs.CONTENT_ENCODING] = "gzip"
     compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
     await response.prepare(request)
+    if request.method == hdrs.METH_HEAD:
+        # GET's headers without a body: aiohttp sends whatever a StreamResponse writes,
+        # and bytes after a HEAD answer would be read as the next answer's status line.
+        await response.write_eof()
+        return response
 
     async def send(data: bytes) -> None:
         await response.write(compressor.compress(data) if gzip else data)
