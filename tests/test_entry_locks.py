@@ -16,7 +16,7 @@ import asyncpg
 import pytest
 
 from service.http.appkeys import DATABASE
-from tests.support.api import create_chain
+from tests.support.api import create_chain, create_tenant
 
 # Blocked lock requests in this test's database (the server may be shared).
 WAITING = """
@@ -143,5 +143,41 @@ async def test_writes_of_other_keys_and_trees_are_not_held_up(client, admin, db_
         await transaction.rollback()
         assert (await locking)[0] == 201
         assert [status for status, _ in await writing] == [201, 201]
+    finally:
+        await blocker.close()
+
+
+async def test_writes_of_one_key_at_siblings_are_not_held_up(client, admin, db_url) -> None:
+    """The key is held along a line of descent, not for the whole tree: a write at one
+    sibling does not queue a write of the same key at the other (both reach their audit
+    insert and wait there), while a write at their parent does queue behind them."""
+    root, left = await create_chain(client, admin, 2)
+    right = await create_tenant(client, admin, parent_id=root["id"])
+
+    def put(tenant: dict[str, Any], value: str) -> Awaitable[Any]:
+        return _call(client, "PUT", f"/api/v1/tenants/{tenant['id']}/config/plan", admin,
+                     {"value": value})  # fmt: skip
+
+    blocker = await asyncpg.connect(db_url)
+    try:
+        transaction = blocker.transaction()
+        await transaction.start()
+        await blocker.execute("LOCK TABLE audit_logs IN SHARE MODE")
+        first = asyncio.ensure_future(put(left, "a"))
+        await _wait_for_waiters(client, 1)
+        second = asyncio.ensure_future(put(right, "b"))
+        await _wait_for_waiters(client, 2)
+        parent = asyncio.ensure_future(put(root, "c"))
+        await _wait_for_waiters(client, 3)
+        async with client.app[DATABASE].connection() as conn:
+            waiting = await conn.fetch(
+                "SELECT locktype, relation::regclass::text AS rel FROM pg_locks WHERE NOT granted "
+                "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            )
+        assert sorted((w["locktype"], w["rel"]) for w in waiting) == [
+            ("advisory", None), ("relation", "audit_logs"), ("relation", "audit_logs"),
+        ]  # fmt: skip
+        await transaction.rollback()
+        assert [(await task)[0] for task in (first, second, parent)] == [201, 201, 201]
     finally:
         await blocker.close()

@@ -12,6 +12,7 @@ import asyncpg
 import orjson
 
 from service.db.repository import NamedSql, Repository
+from service.repositories.key_locks import KeyWrite
 
 
 def json_text(value: Any) -> str:
@@ -93,13 +94,14 @@ class ConfigEntriesRepository(Repository):
         row = await self._delete_one.one(conn, tenant_id=tenant_id, key=key)
         return None if row is None else ConfigEntry(**row)
 
-    async def lock_config_keys(
-        self, conn: asyncpg.Connection, keys: Sequence[tuple[UUID, str]]
-    ) -> None:
-        """Hold (tree root, key) write locks until the transaction ends."""
-        if keys:
+    async def lock_config_keys(self, conn: asyncpg.Connection, writes: Sequence[KeyWrite]) -> None:
+        """Hold the key locks of these writes until the transaction ends (the SQL says how)."""
+        if writes:
             await self._lock_keys.value(
-                conn, root_ids=[k[0] for k in keys], keys=[k[1] for k in keys]
+                conn,
+                paths=[w.path for w in writes],
+                keys=[w.key for w in writes],
+                exclusive=[w.exclusive for w in writes],
             )
 
     async def find_locked_config_keys(

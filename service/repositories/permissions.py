@@ -10,6 +10,7 @@ from uuid import UUID
 import asyncpg
 
 from service.db.repository import NamedSql, Repository
+from service.repositories.key_locks import KeyWrite
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +65,13 @@ class PermissionsRepository(Repository):
         return None if row is None else PermissionPolicy(**row)
 
     async def lock_permission_keys(
-        self, conn: asyncpg.Connection, keys: Sequence[tuple[UUID, str]]
+        self, conn: asyncpg.Connection, writes: Sequence[KeyWrite]
     ) -> None:
-        """Hold (tree root, key) write locks until the transaction ends."""
-        if keys:
+        """Hold the key locks of these writes until the transaction ends (the SQL says how)."""
+        if writes:
             await self._lock_keys.value(
-                conn, root_ids=[k[0] for k in keys], keys=[k[1] for k in keys]
+                conn,
+                paths=[w.path for w in writes],
+                keys=[w.key for w in writes],
+                exclusive=[w.exclusive for w in writes],
             )

@@ -19,6 +19,7 @@ import asyncpg
 
 from service.auth.principal import Actor, Principal
 from service.errors import FieldError, RetryTransaction, ServiceError
+from service.repositories.key_locks import KeyWrite
 from service.repositories.tenants import TenantNode, TenantsRepository
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord, Event
@@ -60,7 +61,7 @@ class EntryStore(Generic[E]):
     audit_view: Callable[[E | None], dict[str, Any] | None]
     get: Callable[[asyncpg.Connection, UUID, str], Awaitable[E | None]]
     remove: Callable[[asyncpg.Connection, UUID, str], Awaitable[E | None]]
-    lock_keys: Callable[[asyncpg.Connection, Sequence[tuple[UUID, str]]], Awaitable[None]]
+    lock_keys: Callable[[asyncpg.Connection, Sequence[KeyWrite]], Awaitable[None]]
     find_locked: Callable[[asyncpg.Connection, UUID, Sequence[str]], Awaitable[dict[str, UUID]]]
 
 
@@ -72,9 +73,9 @@ class EntryWrites(Generic[E]):
     async def lock_key(
         self, conn: asyncpg.Connection, principal: Principal, tenant_id: UUID, key: str
     ) -> TenantNode:
-        """The tenant locked for entry writes, then the (tree root, key) lock."""
+        """The tenant locked for entry writes, then the key at it and above it."""
         node = await lock_tenant_for_entries(conn, self.deps.repos.tenants, principal, tenant_id)
-        await self.store.lock_keys(conn, [(node.root_id, key)])
+        await self.store.lock_keys(conn, [KeyWrite(node.ancestry_path, key)])
         return node
 
     async def refuse_locked(self, conn: asyncpg.Connection, node: TenantNode, key: str) -> None:

@@ -13,6 +13,7 @@ from service.auth.principal import Actor, Principal
 from service.crypto import PURPOSE_CONFIG, config_aad
 from service.errors import FieldError, RetryTransaction, ServiceError
 from service.repositories.config_entries import ConfigEntry, ConfigWrite
+from service.repositories.key_locks import KeyWrite
 from service.repositories.tenants import Tenant, TenantNode
 from service.schemas.tenants import TenantPatch
 from service.usecases.common.deps import Deps
@@ -107,7 +108,7 @@ class TenantChanges:
         """Merge the config patch into the tenant's own entries; events for what changed."""
         # The tenant is locked FOR UPDATE, so its chain of ancestors (and root) is fixed;
         # the key locks keep a concurrent lock by an ancestor from being missed.
-        await self.config.lock_config_keys(conn, [(node.root_id, key) for key in patch])
+        await self.config.lock_config_keys(conn, [KeyWrite(node.ancestry_path, k) for k in patch])
         if node.parent_id is not None:
             locked = await self.config.find_locked_config_keys(conn, node.parent_id, list(patch))
             if locked:

@@ -17,6 +17,7 @@ import asyncpg
 from service.auth.principal import Actor, Principal
 from service.errors import FieldError, RetryTransaction, ServiceError
 from service.ids import uuid7
+from service.repositories.key_locks import KeyWrite
 from service.repositories.tenants import NewTenant, Tenant, TenantNode
 from service.schemas.tenants import TenantCreate
 from service.usecases.common.deps import Deps
@@ -183,7 +184,7 @@ class TenantCreation:
         await self.config.lock_config_keys(
             conn,
             [
-                (parents[body.parent_id].root_id, key)
+                KeyWrite(parents[body.parent_id].ancestry_path, key, exclusive=False)
                 for index, body in bodies
                 if index not in errors and body.parent_id is not None and body.config
                 for key in body.config
