@@ -3,8 +3,9 @@ through: whichever transaction comes second sees the other's committed row.
 
 The locker's transaction is held open after it has written its lock (its audit insert
 waits on a table lock the test holds); the writer below starts meanwhile. Without the
-(tree root, key) write lock the writer would check before the lock is committed and
-succeed; with it, it waits and then gets 409."""
+key locks along the line of descent the writer would check before the lock is
+committed and succeed; with them, it waits and then gets 409. Writes at siblings do not
+wait for each other."""
 
 from __future__ import annotations
 

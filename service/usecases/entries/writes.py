@@ -2,10 +2,12 @@
 an ancestor's lock, and delete. Each kind describes its own storage in an EntryStore.
 
 A write takes its tree root FOR SHARE (as creates do, so no move rewrites the chain of
-ancestors meanwhile), then the tenant FOR SHARE (so no archive runs meanwhile), then a
-(tree root, key) transaction lock. That last lock serializes writes of the same key in
-one tree: a write below cannot slip past an ancestor that is locking the key at the
-same moment, because whichever comes second sees the other's committed row.
+ancestors meanwhile), then the tenant FOR SHARE (so no archive runs meanwhile), then the
+key locks along its line of descent: the key at the tenant exclusively and at each
+ancestor shared (sql/queries/config_entries.sql, lock_config_keys). A write below cannot
+slip past an ancestor that is locking the key at the same moment, because the two take
+turns and whichever comes second sees the other's committed row; writes at siblings,
+which cannot affect each other, do not wait.
 """
 
 from __future__ import annotations
