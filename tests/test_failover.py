@@ -26,7 +26,7 @@ from service.http.appkeys import AUTHENTICATOR, READ_CACHE
 from service.settings import Settings
 from tests.conftest import base_env
 from tests.support.api import unique_slug
-from tests.support.cluster import Cluster, find_binaries
+from tests.support.cluster import Cluster, find_binaries, streaming_cluster
 from tests.support.databases import create_database, create_template
 from tests.support.keys import key_headers
 from tests.support.webhooks import Receiver, eventually
@@ -40,12 +40,7 @@ RECOVERY_BOUND_SECONDS = 10.0
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
     assert BINARIES is not None
-    built = Cluster(BINARIES, synchronous=True).build()
-    try:
-        asyncio.run(built.wait_streaming())
-        yield built
-    finally:
-        built.close()
+    yield from streaming_cluster(BINARIES, synchronous=True)
 
 
 @pytest.fixture

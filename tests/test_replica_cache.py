@@ -22,8 +22,7 @@ from service.http.appkeys import DATABASE, READ_CACHE, REPOSITORIES
 from service.settings import Settings
 from tests.conftest import base_env
 from tests.support.api import create_tenant
-from tests.support.cluster import Cluster, find_binaries
-from tests.support.databases import create_database, create_template, with_database
+from tests.support.cluster import Cluster, find_binaries, migrated_pair, streaming_cluster
 from tests.support.entries import context, put_config
 from tests.support.keys import key_headers
 
@@ -34,20 +33,13 @@ pytestmark = pytest.mark.skipif(BINARIES is None, reason=WHY)
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
     assert BINARIES is not None
-    built = Cluster(BINARIES).build()
-    try:
-        asyncio.run(built.wait_streaming())
-        yield built
-    finally:
-        built.close()
+    yield from streaming_cluster(BINARIES)
 
 
 @pytest.fixture(scope="module")
 def databases(cluster: Cluster) -> tuple[str, str]:
     """A migrated database on the primary, and its DSN on the standby."""
-    primary = create_database(cluster.primary.dsn, create_template(cluster.primary.dsn))
-    asyncio.run(cluster.wait_replayed())
-    return primary, with_database(cluster.standby.dsn, primary.rsplit("/", 1)[1])
+    return migrated_pair(cluster)
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ from service.http.appkeys import DATABASE, READ_CACHE
 from service.settings import Settings
 from tests.conftest import base_env
 from tests.support.api import create_tenant, unique_slug
-from tests.support.cluster import Cluster, find_binaries
-from tests.support.databases import create_database, create_template, with_database
+from tests.support.cluster import Cluster, find_binaries, migrated_pair, streaming_cluster
+from tests.support.databases import with_database
 from tests.support.keys import key_headers
 from tests.support.processes import free_port
 from tests.support.webhooks import eventually
@@ -36,21 +36,13 @@ TOKEN = "X-Consistency-Token"
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
     assert BINARIES is not None
-    built = Cluster(BINARIES).build()
-    try:
-        asyncio.run(built.wait_streaming())
-        yield built
-    finally:
-        built.close()
+    yield from streaming_cluster(BINARIES)
 
 
 @pytest.fixture(scope="module")
 def databases(cluster: Cluster) -> tuple[str, str]:
     """A migrated database on the primary, and its DSN on the standby."""
-    primary = create_database(cluster.primary.dsn, create_template(cluster.primary.dsn))
-    asyncio.run(cluster.wait_replayed())
-    name = primary.rsplit("/", 1)[1]
-    return primary, with_database(cluster.standby.dsn, name)
+    return migrated_pair(cluster)
 
 
 def replica_settings(

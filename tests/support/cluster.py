@@ -15,6 +15,7 @@ failing.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
 import pwd
@@ -22,11 +23,13 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import asyncpg
 
+from tests.support import databases
 from tests.support.processes import free_port
 
 SEARCH = (
@@ -258,3 +261,22 @@ async def create_database(server: Server, name: str) -> str:
     finally:
         await conn.close()
     return server.dsn_for(name)
+
+
+def streaming_cluster(binaries: Path, *, synchronous: bool = False) -> Iterator[Cluster]:
+    """A primary and a standby that streams from it, for a fixture to yield; closed after."""
+    built = Cluster(binaries, synchronous=synchronous).build()
+    try:
+        asyncio.run(built.wait_streaming())
+        yield built
+    finally:
+        built.close()
+
+
+def migrated_pair(cluster: Cluster) -> tuple[str, str]:
+    """A migrated database on the primary, and its DSN on the standby once replayed."""
+    primary = databases.create_database(
+        cluster.primary.dsn, databases.create_template(cluster.primary.dsn)
+    )
+    asyncio.run(cluster.wait_replayed())
+    return primary, databases.with_database(cluster.standby.dsn, primary.rsplit("/", 1)[1])
