@@ -315,45 +315,64 @@ async def test_the_service_keeps_serving_without_redis(
         await blackhole.stop()
 
 
+async def _each_call_answers_503(client: TestClient, path: str, headers: dict[str, str]) -> None:
+    """Reads, writes and Idempotency-Key writes: each answers a JSON 503, none hangs."""
+    calls = [
+        client.get(path, headers=headers, timeout=REQUEST_BOUND),
+        client.patch(path, json={"name": "n"}, headers=headers, timeout=REQUEST_BOUND),
+        client.post(
+            "/api/v1/tenants", json={"name": "s", "slug": unique_slug()},
+            headers={**headers, "Idempotency-Key": str(uuid.uuid4())}, timeout=REQUEST_BOUND,
+        ),
+    ]  # fmt: skip
+    for resp in await asyncio.gather(*calls):
+        assert resp.content_type == "application/json", await resp.text()
+        body = await resp.json()
+        assert (resp.status, body["error"]["code"]) == (503, "SERVICE_UNAVAILABLE")
+        assert resp.headers["Retry-After"] == "1"
+
+
+async def _serves_again(client: TestClient, path: str, headers: dict[str, str]) -> None:
+    async def serving() -> bool:
+        resp = await client.get(path, headers=headers, timeout=REQUEST_BOUND)
+        return resp.status == 200
+
+    await eventually(serving, within=30, interval=0.2)
+
+
+async def _through(
+    proxy: FreezingProxy | ResettingProxy,
+    aiohttp_client: Any,
+    db_url: str,
+    tmp_path: Path,
+    **env: str,
+) -> tuple[TestClient, dict[str, str], str]:
+    """The app on the database behind `proxy`, its admin headers and a tenant's path."""
+    name = urlsplit(db_url).path.lstrip("/")
+    through_proxy = f"postgresql://postgres@127.0.0.1:{proxy.port}/{name}"
+    settings = Settings.from_env(
+        base_env(through_proxy, tmp_path, DB_POOL_MAX_SIZE="4", WEBHOOK_CONCURRENCY="0", **env)
+    )
+    client = await aiohttp_client(create_app(settings))
+    headers = await key_headers(client.app)
+    tenant = await create_tenant(client, headers)
+    return client, headers, f"/api/v1/tenants/{tenant['id']}"
+
+
 async def test_a_silent_database_answers_503_within_a_bound(
     aiohttp_client: Any, fresh_db_url: str, tmp_path: Path
 ) -> None:
     proxy = FreezingProxy(postgres_opener(fresh_db_url))
     await proxy.start()
-    name = urlsplit(fresh_db_url).path.lstrip("/")
-    through_proxy = f"postgresql://postgres@127.0.0.1:{proxy.port}/{name}"
     try:
-        settings = Settings.from_env(
-            base_env(
-                through_proxy, tmp_path, DB_STATEMENT_TIMEOUT_MS="1000",
-                DB_ACQUIRE_TIMEOUT_SECONDS="1", DB_POOL_MAX_SIZE="4", WEBHOOK_CONCURRENCY="0",
-            )
+        client, headers, path = await _through(
+            proxy, aiohttp_client, fresh_db_url, tmp_path,
+            DB_STATEMENT_TIMEOUT_MS="1000", DB_ACQUIRE_TIMEOUT_SECONDS="1",
         )  # fmt: skip
-        client = await aiohttp_client(create_app(settings))
-        headers = await key_headers(client.app)
-        tenant = await create_tenant(client, headers)
-        path = f"/api/v1/tenants/{tenant['id']}"
         proxy.flowing.clear()
-        # Reads, writes and Idempotency-Key writes: each answers 503, none hangs.
-        calls = [
-            client.get(path, headers=headers, timeout=REQUEST_BOUND),
-            client.patch(path, json={"name": "n"}, headers=headers, timeout=REQUEST_BOUND),
-            client.post(
-                "/api/v1/tenants", json={"name": "s", "slug": unique_slug()},
-                headers={**headers, "Idempotency-Key": str(uuid.uuid4())}, timeout=REQUEST_BOUND,
-            ),
-        ]  # fmt: skip
-        for resp in await asyncio.gather(*calls):
-            body = await resp.json()
-            assert (resp.status, body["error"]["code"]) == (503, "SERVICE_UNAVAILABLE")
-            assert resp.headers["Retry-After"] == "1"
+        await _each_call_answers_503(client, path, headers)
         proxy.flowing.set()
-
-        async def serving() -> bool:
-            resp = await client.get(path, headers=headers, timeout=REQUEST_BOUND)
-            return resp.status == 200
-
-        await eventually(serving, within=30, interval=0.2)
+        await _serves_again(client, path, headers)
     finally:
         proxy.flowing.set()
         await proxy.stop()
@@ -366,39 +385,13 @@ async def test_a_database_that_resets_connections_answers_503(
     reset surfaces as ConnectionResetError, which must answer 503, not aiohttp's 500."""
     proxy = ResettingProxy(postgres_opener(fresh_db_url))
     await proxy.start()
-    name = urlsplit(fresh_db_url).path.lstrip("/")
-    through_proxy = f"postgresql://postgres@127.0.0.1:{proxy.port}/{name}"
     try:
-        settings = Settings.from_env(
-            base_env(
-                through_proxy, tmp_path, DB_ACQUIRE_TIMEOUT_SECONDS="2", DB_POOL_MAX_SIZE="4",
-                WEBHOOK_CONCURRENCY="0",
-            )
-        )  # fmt: skip
-        client = await aiohttp_client(create_app(settings))
-        headers = await key_headers(client.app)
-        tenant = await create_tenant(client, headers)
-        path = f"/api/v1/tenants/{tenant['id']}"
+        client, headers, path = await _through(
+            proxy, aiohttp_client, fresh_db_url, tmp_path, DB_ACQUIRE_TIMEOUT_SECONDS="2"
+        )
         proxy.reset_everything()
-        calls = [
-            client.get(path, headers=headers, timeout=REQUEST_BOUND),
-            client.patch(path, json={"name": "n"}, headers=headers, timeout=REQUEST_BOUND),
-            client.post(
-                "/api/v1/tenants", json={"name": "s", "slug": unique_slug()},
-                headers=headers, timeout=REQUEST_BOUND,
-            ),
-        ]  # fmt: skip
-        for resp in await asyncio.gather(*calls):
-            assert resp.content_type == "application/json", await resp.text()
-            body = await resp.json()
-            assert (resp.status, body["error"]["code"]) == (503, "SERVICE_UNAVAILABLE")
-            assert resp.headers["Retry-After"] == "1"
+        await _each_call_answers_503(client, path, headers)
         proxy.resetting = False
-
-        async def serving() -> bool:
-            resp = await client.get(path, headers=headers, timeout=REQUEST_BOUND)
-            return resp.status == 200
-
-        await eventually(serving, within=30, interval=0.2)
+        await _serves_again(client, path, headers)
     finally:
         await proxy.stop()
