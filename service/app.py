@@ -39,6 +39,7 @@ from service.handlers import (
 )
 from service.http import appkeys as keys
 from service.http.consistency import consistency
+from service.http.data_layers import data_layers
 from service.http.freshness import forget_reads_after_writes
 from service.http.heavy_reads import HeavyReads
 from service.http.idempotency import idempotency
@@ -95,10 +96,8 @@ def create_app(
         middlewares=[
             *tracing.middlewares(),  # none unless OTEL_* turned tracing on
             request_context,
-            consistency,
-            forget_reads_after_writes,
             authenticate,
-            idempotency,
+            data_layers(consistency, forget_reads_after_writes, idempotency),
         ],
     )
     queries = Queries.load()

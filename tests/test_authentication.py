@@ -66,6 +66,23 @@ async def test_revoked_and_expired_keys_are_401(client: TestClient, db_conn) -> 
     assert await error_of(resp) == (401, "INVALID_CREDENTIALS")
 
 
+async def test_a_cached_key_stops_working_when_it_expires(client: TestClient, db_conn) -> None:
+    # Each cached key's principal is worked out once (service/auth/authenticator.py):
+    # its expiry must still be checked on every request.
+    issued = await make_key(client.app)
+    headers = {"X-API-Key": issued.plaintext}
+    expires_at = await db_conn.fetchval(
+        "UPDATE api_keys SET expires_at = now() + interval '1 second' WHERE id = $1"
+        " RETURNING expires_at",
+        issued.key.id,
+    )
+    for _ in range(3):  # the first looks the key up, the next ones find it cached
+        assert (await client.get("/api/v1/tenants", headers=headers)).status == 200
+    await asyncio.sleep(max(0.0, expires_at.timestamp() - time.time()) + 0.01)
+    resp = await client.get("/api/v1/tenants", headers=headers)
+    assert await error_of(resp) == (401, "INVALID_CREDENTIALS")
+
+
 async def test_last_used_at_is_recorded(client: TestClient, db_conn) -> None:
     issued = await make_key(client.app)
     query = "SELECT last_used_at FROM api_keys WHERE id = $1"

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import asyncpg
 
@@ -34,11 +35,14 @@ from service.caches.key_cache import KeyCache
 from service.caches.read_cache import ReadCache
 from service.db.pool import Database
 from service.errors import ServiceError
-from service.ratelimit.buckets import Decision
+from service.ratelimit.buckets import Decision, Limit
 from service.ratelimit.limiter import RateLimiter
 from service.repositories.api_keys import ApiKeysRepository, KeyCredentials
 from service.settings import Settings
 
+# Keys whose checksum and hash are remembered, and cached keys' callers (each map is
+# emptied when full: only valid-shaped keys enter it).
+MAX_REMEMBERED_KEYS = 10_000
 _CHALLENGE = 'Bearer realm="tenant-service", ApiKey realm="tenant-service"'
 
 
@@ -75,12 +79,8 @@ def rate_limited(decision: Decision) -> ServiceError:
     )
 
 
-def principal_for_key(creds: KeyCredentials, now: datetime) -> Principal | None:
-    """The principal a stored key stands for, or None when it may not be used now."""
-    if creds.revoked_at is not None and creds.revoked_at <= now:
-        return None
-    if creds.expires_at is not None and creds.expires_at <= now:
-        return None
+def principal_of_key(creds: KeyCredentials) -> Principal:
+    """The principal a stored key stands for (whether it may be used now aside)."""
     scopes = creds.role_scopes if creds.role_scopes is not None else creds.scopes
     return Principal(
         actor_id=str(creds.id),
@@ -92,6 +92,13 @@ def principal_for_key(creds: KeyCredentials, now: datetime) -> Principal | None:
         rate_limit_window_seconds=creds.rate_limit_window_seconds,
         expires_at=creds.expires_at,
     )
+
+
+def usable_until(creds: KeyCredentials) -> float:
+    """The moment (epoch seconds) from which the key may no longer be used: its
+    revocation or expiry, whichever comes first; infinity for neither."""
+    ends = [t.timestamp() for t in (creds.revoked_at, creds.expires_at) if t is not None]
+    return min(ends, default=math.inf)
 
 
 def bucket_of(principal: Principal) -> str:
@@ -108,6 +115,29 @@ class Admission:
     principal: Principal | None
     error: ServiceError | None
     decision: Decision | None
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """A cached key's principal, bucket and limit. Valid while the key cache returns
+    the very `creds` it was made from: a new lookup makes a new Caller."""
+
+    creds: KeyCredentials
+    principal: Principal
+    bucket: str
+    limit: Limit
+    usable_until: float
+
+    @classmethod
+    def of(cls, creds: KeyCredentials, limiter: RateLimiter) -> Caller:
+        principal = principal_of_key(creds)
+        return cls(
+            creds=creds,
+            principal=principal,
+            bucket=bucket_of(principal),
+            limit=limiter.limit_for(creds.rate_limit_max, creds.rate_limit_window_seconds),
+            usable_until=usable_until(creds),
+        )
 
 
 class Authenticator:
@@ -131,6 +161,8 @@ class Authenticator:
         self.listener: KeyChangeListener | None = None
         # Lookups for addresses over their failed-lookup budget wait for each other.
         self._suspect_lookups = asyncio.Semaphore(1)
+        self._digests: dict[bytes, bytes] = {}
+        self._callers: dict[bytes, Caller] = {}
         self.jwks = JwksCache(settings) if settings.jwks_configured else None
         self.tokens = TokenVerifier(settings, self.jwks)
 
@@ -194,20 +226,50 @@ class Authenticator:
         return await self.tokens.principal(token.strip())
 
     async def _admit_key(self, key: str, where: str) -> Admission:
-        # Shape and checksum first: a mistyped or forged key costs no database work, nor
-        # does a key of an environment this deployment does not accept (live-only).
-        if parse_key(key) not in self.settings.api_key_environments:
+        digest = self._digest_of(key)
+        if digest is None:
             return await self._refuse(f"anon:{where}", invalid_key())
-        digest = hash_key(self.settings.api_key_hmac_secret, key)
         creds = self.cache.get(digest)
         if creds is None:
             creds = await self._look_up(digest, f"lookup:{where}")
-        now = datetime.now(UTC)
-        principal = None if creds is None else principal_for_key(creds, now)
-        if creds is None or principal is None:
+            if creds is None:
+                return await self._refuse(f"lookup:{where}", invalid_key())
+        caller = self._callers.get(digest)
+        if caller is None or caller.creds is not creds:
+            caller = self._caller_for(digest, creds)
+        if time.time() >= caller.usable_until:
             return await self._refuse(f"lookup:{where}", invalid_key())
-        self.usage.record(creds.id, creds.last_used_at, now)
-        return await self._charge(principal)
+        self.usage.record(creds.id, creds.last_used_at)
+        decision = await self.limiter.hit(caller.bucket, caller.limit)
+        if not decision.allowed:
+            return Admission(None, rate_limited(decision), decision)
+        return Admission(caller.principal, None, decision)
+
+    def _digest_of(self, key: str) -> bytes | None:
+        """The key's stored hash, or None for a key of the wrong shape, checksum or
+        environment. Shape, checksum and HMAC are worked out once per key and process:
+        the map is keyed by a BLAKE2b fingerprint, so no plaintext key stays in memory."""
+        fingerprint = hashlib.blake2b(key.encode(), digest_size=16).digest()
+        digest = self._digests.get(fingerprint)
+        if digest is not None:
+            return digest
+        # Shape and checksum first: a mistyped or forged key costs no database work, nor
+        # does a key of an environment this deployment does not accept (live-only).
+        if parse_key(key) not in self.settings.api_key_environments:
+            return None
+        digest = hash_key(self.settings.api_key_hmac_secret, key)
+        if len(self._digests) >= MAX_REMEMBERED_KEYS:
+            self._digests.clear()  # well-formed unknown keys can fill it: stay bounded
+        self._digests[fingerprint] = digest
+        return digest
+
+    def _caller_for(self, digest: bytes, creds: KeyCredentials) -> Caller:
+        """What every request of a cached key needs, worked out once per cached lookup."""
+        caller = Caller.of(creds, self.limiter)
+        if len(self._callers) >= MAX_REMEMBERED_KEYS:
+            self._callers.clear()
+        self._callers[digest] = caller
+        return caller
 
     async def _look_up(self, digest: bytes, bucket: str) -> KeyCredentials | None:
         generation = self.cache.generation

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from datetime import datetime, timedelta
+import time
+from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 from service.db.pool import Database
@@ -31,6 +32,8 @@ class UsageRecorder:
         self._pending: dict[UUID, datetime] = {}
         # When this process last queued each key (or saw it written), to queue once a minute.
         self._last: dict[UUID, datetime] = {}
+        # Monotonic time before which a key's use needs no queueing (no clock read).
+        self._due: dict[UUID, float] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -38,15 +41,27 @@ class UsageRecorder:
     def pending(self) -> int:
         return len(self._pending)
 
-    def record(self, key_id: UUID, stored_last_used: datetime | None, now: datetime) -> None:
+    def record(
+        self, key_id: UUID, stored_last_used: datetime | None, now: datetime | None = None
+    ) -> None:
+        """Queue a use of the key (at `now`, else the clock's now) when its last_used_at
+        is a minute old or more."""
+        if now is None:
+            if self._due.get(key_id, 0.0) > time.monotonic():
+                return  # the common case: used again within the minute, no clock read
+            now = datetime.now(UTC)
         last = self._last.get(key_id)
         if last is None or (stored_last_used is not None and stored_last_used > last):
             last = stored_last_used
         if last is not None and now - last < TOUCH_INTERVAL:
+            if len(self._due) >= MAX_REMEMBERED:
+                self._due.clear()  # forgetting only costs a clock read
+            self._due[key_id] = time.monotonic() + (last + TOUCH_INTERVAL - now).total_seconds()
             return
         if len(self._last) >= MAX_REMEMBERED:
             self._forget_before(now - TOUCH_INTERVAL)
         self._last[key_id] = now
+        self._due[key_id] = time.monotonic() + TOUCH_INTERVAL.total_seconds()
         self._pending[key_id] = now
         self._wake.set()
 
@@ -99,5 +114,7 @@ class UsageRecorder:
 
     def _forget_before(self, cutoff: datetime) -> None:
         self._last = {k: t for k, t in self._last.items() if t >= cutoff}
+        self._due = {k: t for k, t in self._due.items() if k in self._last}
         if len(self._last) >= MAX_REMEMBERED:  # still full: every key was used this minute
             self._last.clear()
+            self._due.clear()

@@ -50,6 +50,8 @@ class RateLimiter:
 
     async def hit(self, bucket: str, limit: Limit) -> Decision:
         """Count one request against the bucket."""
+        if self.redis is None:  # every request takes this path without Redis: keep it short
+            return self.local.take(bucket, worker_share(limit, self.workers), 1)
         return await self._take(bucket, limit, 1)
 
     async def take(self, bucket: str, limit: Limit, cost: int) -> Decision:
