@@ -120,8 +120,10 @@ def create_app(
     app[keys.DEPS] = deps
     limiter = RateLimiter(settings)
     reads = ReadCache(settings.read_cache_size)
-    # Each change heard gets the primary's position, so replica reads can fill the cache.
-    reads.track_positions(database.write_position)
+    if settings.database_replica_urls:
+        # Each change heard gets the primary's position, so replica reads can fill the
+        # cache. Without replicas nothing reads positions: no write pays for a sample.
+        reads.track_positions(database.write_position)
     app[keys.READ_CACHE] = reads
     app[keys.HEAVY_READS] = HeavyReads(
         settings.heavy_reads_per_process,

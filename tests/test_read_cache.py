@@ -17,9 +17,9 @@ from service.caches import read_cache
 from service.caches.announcements import Change
 from service.caches.key_cache import KeyCache
 from service.caches.read_cache import CachedRead, ReadCache
-from service.db.consistency import requiring
+from service.db.consistency import decode_token, requiring
 from service.etags import Rendered
-from service.http.appkeys import READ_CACHE, REPOSITORIES
+from service.http.appkeys import DATABASE, READ_CACHE, REPOSITORIES
 from service.repositories.context import ResolvedContext
 from tests.support.access import as_key, create_key
 from tests.support.announcements import all_heard
@@ -275,7 +275,7 @@ async def test_only_authenticated_writes_wait_for_announcements(
 
     async def counting(conn, token):
         markers.append(token)
-        await original(conn, token)
+        return await original(conn, token)
 
     monkeypatch.setattr(repo, "announce_marker", counting)
     for headers in ({}, {"X-API-Key": "sk_live_" + "x" * 40}):
@@ -395,3 +395,35 @@ def test_a_read_with_a_consistency_token_is_never_answered_from_the_cache() -> N
     with requiring(12345):
         assert cache.get("tenant", tenant_id) is None
     assert cache.get("tenant", tenant_id) is not None
+
+
+async def test_a_write_reads_the_wal_position_once_without_replicas(
+    client, admin, db_conn, monkeypatch
+) -> None:
+    # Without replicas nothing needs the positions of heard changes, and the write's
+    # consistency token comes with its read-your-writes marker: no extra round trip.
+    tenant = await create_tenant(client, admin)
+    await all_heard(client.app, db_conn)
+    database = client.app[DATABASE]
+    reads: list[int] = []
+    original = database._positions.current_position
+
+    async def counting(conn):
+        reads.append(1)
+        return await original(conn)
+
+    before = await database.write_position()
+    assert before is not None
+    monkeypatch.setattr(database._positions, "current_position", counting)
+    resp = await client.put(
+        f"/api/v1/tenants/{tenant['id']}/config/feature.flag", json={"value": True}, headers=admin
+    )
+    assert resp.status == 201
+    token = decode_token(resp.headers["X-Consistency-Token"])
+    await all_heard(client.app, db_conn)
+    assert reads == []
+    monkeypatch.undo()
+    # The token lies past the write's commit record, and not past the primary's now.
+    after = await database.write_position()
+    assert after is not None
+    assert before < token <= after

@@ -10,6 +10,7 @@ from aiohttp import web
 from service.db.consistency import HEADER, InvalidToken, decode_token, encode_token, requiring
 from service.errors import FieldError, ServiceError
 from service.http.appkeys import DATABASE
+from service.http.freshness import WRITE_POSITION
 from service.http.routing import Handler
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -32,7 +33,9 @@ async def consistency(request: web.Request, handler: Handler) -> web.StreamRespo
     with requiring(required, writing=request.method not in SAFE_METHODS):
         response = await handler(request)
     if request.method not in SAFE_METHODS and response.status < 400:
-        position = await request.app[DATABASE].write_position()
+        position = request.get(WRITE_POSITION)  # read with the read-your-writes marker
+        if position is None:
+            position = await request.app[DATABASE].write_position()
         if position is not None:
             response.headers[HEADER] = encode_token(position)
     return response

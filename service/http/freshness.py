@@ -25,6 +25,9 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # Announcements arrive in milliseconds; past this the listener is stuck or the database
 # unreachable, and forgetting everything is the safe answer.
 MARKER_TIMEOUT_SECONDS = 2.0
+# The primary's WAL position the marker's statement read: the write's consistency token
+# (service/http/consistency.py) without a round trip of its own.
+WRITE_POSITION = web.RequestKey("write_position", int)
 
 
 @web.middleware
@@ -40,20 +43,25 @@ async def forget_reads_after_writes(request: web.Request, handler: Handler) -> w
         # Only an authenticated caller can have changed anything: a flood of refused
         # writes must not cost a round trip each.
         if request.get(PRINCIPAL) is not None:
-            await hear_own_changes(request.app)
+            position = await hear_own_changes(request.app)
+            if position is not None:
+                request[WRITE_POSITION] = position
 
 
-async def hear_own_changes(app: web.Application) -> None:
-    """Wait until this process has heard every change committed so far."""
+async def hear_own_changes(app: web.Application) -> int | None:
+    """Wait until this process has heard every change committed so far. The primary's
+    WAL position when the marker was sent (past all those commits), or None when no
+    marker was sent or its answer is unknown."""
     cache = app[READ_CACHE]
     if not cache.enabled:
-        return  # nothing is cached, nothing to drop
+        return None  # nothing is cached, nothing to drop
     token = uuid.uuid4().hex
     heard = cache.expect(token)
     repository = app[REPOSITORIES].read_cache
+    position: int | None = None
     try:
         async with asyncio.timeout(MARKER_TIMEOUT_SECONDS):
-            await app[DATABASE].run(lambda conn: repository.announce_marker(conn, token))
+            position = await app[DATABASE].run(lambda conn: repository.announce_marker(conn, token))
             await heard
     except BaseException as exc:
         # Cannot tell what was heard: forget everything this process holds.
@@ -63,3 +71,4 @@ async def hear_own_changes(app: web.Application) -> None:
         log.warning("read cache emptied: own changes not heard in time", error=type(exc).__name__)
     finally:
         cache.forget(token)
+    return position

@@ -10,5 +10,6 @@ from service.db.repository import NamedSql, Repository
 class ReadCacheRepository(Repository):
     _announce_marker = NamedSql("announce_marker")
 
-    async def announce_marker(self, conn: asyncpg.Connection, token: str) -> None:
-        await self._announce_marker.exec(conn, token=token)
+    async def announce_marker(self, conn: asyncpg.Connection, token: str) -> int:
+        """Send the marker; the primary's WAL position as it was sent."""
+        return int(await self._announce_marker.value(conn, token=token))
