@@ -9,8 +9,9 @@ from typing import Any
 
 from aiohttp.test_utils import TestClient
 
+from service.app import apis
 from service.http.appkeys import ENDPOINTS
-from service.http.routing import Endpoint
+from service.http.routing import HOT_PATHS, Endpoint
 from tests.support.api import create_tenant
 
 # Headers that differ between two answers to the same request by nature.
@@ -141,3 +142,26 @@ async def test_openapi_document_has_no_head_or_options_operations(client: TestCl
     document = await (await client.get("/api/v1/openapi.json")).json()
     for item in document["paths"].values():
         assert not {"head", "options"} & set(item)
+
+
+def test_no_two_templates_match_one_path() -> None:
+    # Resources are registered hottest first (service/http/routing.py HOT_PATHS), which
+    # is only harmless while no path could match two templates: aiohttp would answer
+    # with whichever came first. A fixed path beside a template (`/tenants/batch` and
+    # `/tenants/{id}`) is fine: aiohttp tries the longest fixed prefix first.
+    templates = sorted({e.path for api in apis() for e in api.endpoints if "{" in e.path})
+
+    def could_match_both(a: list[str], b: list[str]) -> bool:
+        return len(a) == len(b) and all(
+            x == y or x.startswith("{") or y.startswith("{") for x, y in zip(a, b, strict=True)
+        )
+
+    split = {t: t.strip("/").split("/") for t in templates}
+    clashes = [
+        (a, b)
+        for i, a in enumerate(templates)
+        for b in templates[i + 1 :]
+        if could_match_both(split[a], split[b])
+    ]
+    assert clashes == []
+    assert set(HOT_PATHS) <= set(templates)
