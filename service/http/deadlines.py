@@ -5,20 +5,24 @@ aiohttp has no such setting: its keep-alive timer (3630 s by default, and it mus
 a load balancer's idle timeout) is the only bound on a client that opens a connection and
 trickles a request line or a body a byte at a time, holding a connection and its memory
 per socket (slowloris). `TimedRequestHandler` is aiohttp's connection protocol with two
-timers:
-- the header timer starts when the connection opens (or, on a kept-alive connection,
+clocks:
+- the header clock starts when the connection opens (or, on a kept-alive connection,
   with the first byte of the next request, including bytes that follow a bodiless
   request in the same read) and stops when the parser has the whole head of a request;
-- the body timer starts then, unless the request has no body, and stops when the parser
+- the body clock starts then, unless the request has no body, and stops when the parser
   has the whole body.
-When a timer fires the connection is closed; a handler still reading the body sees the
-connection reset. Both rely on attributes of aiohttp's RequestHandler (`_request_count`,
-`_messages`); tests/test_hostile_connections.py fails if an aiohttp upgrade changes them.
+A request only notes the loop's time: no timer is armed and cancelled per request. One
+sweep per site (`Deadlines`), every quarter of the shorter deadline, closes the
+connections whose clock has run out, so a connection is closed between its deadline
+and a quarter of it later. A handler still reading the body sees the connection reset.
+Both rely on attributes of aiohttp's RequestHandler (`_request_count`, `_messages`);
+tests/test_hostile_connections.py fails if an aiohttp upgrade changes them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 from typing import Any
 
@@ -30,75 +34,99 @@ from service.logs import get_logger
 log = get_logger("service.http.deadlines")
 
 
+class Deadlines:
+    """The open connections of a site and the sweep that enforces their deadlines."""
+
+    def __init__(self, header_timeout: float, body_timeout: float) -> None:
+        self.header_timeout = header_timeout
+        self.body_timeout = body_timeout
+        self.interval = min(header_timeout, body_timeout) / 4
+        self.connections: set[TimedRequestHandler] = set()
+        self._sweeper: asyncio.Task[None] | None = None
+
+    def opened(self, connection: TimedRequestHandler) -> None:
+        self.connections.add(connection)
+        if self._sweeper is None or self._sweeper.done():
+            self._sweeper = asyncio.get_running_loop().create_task(
+                self._sweep(), name="request-deadlines"
+            )
+
+    def closed(self, connection: TimedRequestHandler) -> None:
+        self.connections.discard(connection)
+
+    async def _sweep(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self.connections:  # none open: no wake-ups (the next one starts it again)
+            await asyncio.sleep(self.interval)
+            now = loop.time()
+            for connection in list(self.connections):
+                connection.check(now)
+
+    async def stop(self) -> None:
+        sweeper, self._sweeper = self._sweeper, None
+        if sweeper is not None:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
+
+
 class TimedRequestHandler(web.RequestHandler):
     """aiohttp's connection protocol with a header and a body deadline."""
 
-    def __init__(
-        self, server: web.Server, *, header_timeout: float, body_timeout: float, **kwargs: Any
-    ) -> None:
+    def __init__(self, server: web.Server, *, deadlines: Deadlines, **kwargs: Any) -> None:
         super().__init__(server, **kwargs)
-        self.header_timeout = header_timeout
-        self.body_timeout = body_timeout
-        self._header_timer: asyncio.TimerHandle | None = None
-        self._body_timer: asyncio.TimerHandle | None = None
+        self.deadlines = deadlines
+        # Loop time when the current head (body) began to arrive; None: not waiting.
+        self._head_since: float | None = None
+        self._body_since: float | None = None
         self._body: StreamReader | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
-        self._arm_headers()
+        self._head_since = self._loop.time()
+        self.deadlines.opened(self)
 
     def data_received(self, data: bytes) -> None:
-        if self._header_timer is None and self._body is None:
-            self._arm_headers()  # the first byte of the next request on this connection
+        if self._head_since is None and self._body is None:
+            self._head_since = self._loop.time()  # the first byte of the next request
         before = self._request_count
         super().data_received(data)
         if self._request_count != before:
-            self._cancel_headers()
+            self._head_since = None
             payload = self._messages[-1][1] if self._messages else None
             if isinstance(payload, StreamReader) and not payload.is_eof():
                 self._body = payload
-                self._body_timer = self._loop.call_later(self.body_timeout, self._body_late)
+                self._body_since = self._loop.time()
             elif payload is EMPTY_PAYLOAD and not data.endswith(b"\r\n\r\n"):
                 # A bodiless request followed by the start of the next one in the same
                 # read (pipelining): that next head has begun, so its deadline runs.
-                self._arm_headers()
+                self._head_since = self._loop.time()
         if self._body is not None and self._body.is_eof():
-            self._cancel_body()
+            self._body = self._body_since = None
 
     def connection_lost(self, exc: BaseException | None) -> None:
-        self._cancel_headers()
-        self._cancel_body()
+        self._head_since = self._body_since = self._body = None
+        self.deadlines.closed(self)
         super().connection_lost(exc)
 
-    def _arm_headers(self) -> None:
-        self._header_timer = self._loop.call_later(self.header_timeout, self._headers_late)
-
-    def _cancel_headers(self) -> None:
-        if self._header_timer is not None:
-            self._header_timer.cancel()
-            self._header_timer = None
-
-    def _cancel_body(self) -> None:
-        if self._body_timer is not None:
-            self._body_timer.cancel()
-            self._body_timer = None
-        self._body = None
-
-    def _headers_late(self) -> None:
-        self._header_timer = None
-        if getattr(self, "_request_in_progress", False):
-            # A pipelined head waits behind a request still being answered: its time
-            # starts again once the connection could read it.
-            self._arm_headers()
-            return
-        log.info("connection closed: request headers incomplete", timeout=self.header_timeout)
-        self.force_close()
-
-    def _body_late(self) -> None:
-        self._body_timer = None
-        self._body = None
-        log.info("connection closed: request body incomplete", timeout=self.body_timeout)
-        self.force_close()
+    def check(self, now: float) -> None:
+        """Close the connection if a clock has run out (the sweep calls this)."""
+        deadlines = self.deadlines
+        if self._head_since is not None and now - self._head_since >= deadlines.header_timeout:
+            if getattr(self, "_request_in_progress", False):
+                # A pipelined head waits behind a request still being answered: its time
+                # starts again once the connection could read it.
+                self._head_since = now
+                return
+            self._head_since = None
+            log.info(
+                "connection closed: request headers incomplete", timeout=deadlines.header_timeout
+            )
+            self.force_close()
+        elif self._body_since is not None and now - self._body_since >= deadlines.body_timeout:
+            self._body_since = self._body = None
+            log.info("connection closed: request body incomplete", timeout=deadlines.body_timeout)
+            self.force_close()
 
 
 class TimedSite(web.TCPSite):
@@ -116,8 +144,7 @@ class TimedSite(web.TCPSite):
         sock: socket.socket | None = None,
     ) -> None:
         super().__init__(runner, host, port, reuse_port=reuse_port)
-        self.header_timeout = header_timeout
-        self.body_timeout = body_timeout
+        self.deadlines = Deadlines(header_timeout, body_timeout)
         # A socket already bound (and listening): the server binds before it starts.
         self.sock = sock
 
@@ -129,13 +156,7 @@ class TimedSite(web.TCPSite):
         options: dict[str, Any] = dict(server._kwargs)
 
         def protocol() -> TimedRequestHandler:
-            return TimedRequestHandler(
-                server,
-                loop=loop,
-                header_timeout=self.header_timeout,
-                body_timeout=self.body_timeout,
-                **options,
-            )
+            return TimedRequestHandler(server, loop=loop, deadlines=self.deadlines, **options)
 
         if self.sock is not None:
             self._server = await loop.create_server(protocol, sock=self.sock, backlog=self._backlog)
@@ -148,3 +169,7 @@ class TimedSite(web.TCPSite):
             reuse_address=self._reuse_address,
             reuse_port=self._reuse_port,
         )
+
+    async def stop(self) -> None:
+        await self.deadlines.stop()
+        await super().stop()
