@@ -324,6 +324,9 @@ class RunResult(Figures, frozen=True):
     depths: DepthSweep | None = None
     targets: list[TargetResult] = []
     elapsed_s: float | None = None
+    # Which targets judge the run (bench/targets.py): 1 before the cached reads and the
+    # uncached context were judged against their baselines, 2 since.
+    target_rules: int = 1
 
 
 class MemoryRow(Figures, frozen=True):

@@ -41,7 +41,7 @@ from bench.results import (
 )
 from bench.seed import SeedReport, seed_database
 from bench.shapes import SeedPlan
-from bench.targets import evaluate_targets
+from bench.targets import TARGET_RULES, evaluate_targets
 
 SMALL_SCALE = 10_000
 # Reads the service answers from its read cache (service/caches/read_cache.py).
@@ -190,6 +190,7 @@ async def run_suite(options: RunOptions, server: PostgresServer) -> RunResult:
         scale=scale,
         mixed=mixed,
         depths=depths,
+        target_rules=TARGET_RULES,
     )
     return msgspec.structs.replace(
         result,

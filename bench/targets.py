@@ -139,7 +139,49 @@ def evaluate_targets(result: RunResult) -> list[TargetResult]:
         ),
     ]
     # Runs before the mixed workload existed are judged as they were.
-    return targets if result.mixed is None else targets + mixed_targets(result.mixed)
+    if result.mixed is not None:
+        targets += mixed_targets(result.mixed)
+    if result.target_rules >= 2:
+        targets += baseline_targets(result)
+    return targets
+
+
+# The rules new runs are judged by (RunResult.target_rules).
+TARGET_RULES = 2
+
+
+def baseline_targets(result: RunResult) -> list[TargetResult]:
+    """Cached reads against the bare handler, the uncached context against B_db."""
+    b_http = _rps(result.baselines.get("B_http"))
+    b_db = _rps(result.baselines.get("B_db"))
+
+    def ratio(name: str, baseline: float | None) -> float | None:
+        rps = _rps(result.endpoints.get(name))
+        return rps / baseline if rps and baseline else None
+
+    return [
+        _target(
+            "cached GET tenant vs B_http",
+            ">= 0.3 x B_http RPS",
+            ratio("get_tenant", b_http),
+            lambda v: v >= 0.3,
+            "x B_http",
+        ),
+        _target(
+            "cached GET context depth 10 vs B_http",
+            ">= 0.3 x B_http RPS",
+            ratio("context_depth10", b_http),
+            lambda v: v >= 0.3,
+            "x B_http",
+        ),
+        _target(
+            "uncached GET context depth 10 vs B_db",
+            ">= 0.25 x B_db RPS",
+            ratio("context_depth10_uncached", b_db),
+            lambda v: v >= 0.25,
+            "x B_db",
+        ),
+    ]
 
 
 # The mixed workload's targets: reads over at least this many tenants at this write rate.
