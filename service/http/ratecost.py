@@ -9,8 +9,8 @@ the price of one request).
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
+import msgspec
 from aiohttp import web
 
 from service.auth.authenticator import bucket_of, rate_limited
@@ -39,7 +39,7 @@ async def charge_items(request: web.Request, count: int, field: str) -> None:
     if not decision.allowed:
         # Retry-After: until the whole batch fits, not merely one more request.
         wait = math.ceil((extra - decision.remaining) / limit.rate - 1e-9)
-        decision = replace(decision, retry_after=max(1, wait))
+        decision = msgspec.structs.replace(decision, retry_after=max(1, wait))
     request[RATE_LIMIT] = decision
     if not decision.allowed:
         raise rate_limited(decision)
