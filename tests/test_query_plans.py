@@ -166,5 +166,5 @@ async def test_descendant_documents_read_config_only_of_tenants_that_have_some(
         root,
     )
     assert plan[0]["Plan"]["Actual Rows"] == listed == 1110
-    assert 0 < with_entries < listed / 2
+    assert 0 < with_entries < listed * 0.8  # about half: two keys at 30% each
     assert loops(plan[0]["Plan"], "config_entries") == with_entries
