@@ -124,7 +124,7 @@ async def test_each_document_is_the_tenant_view(
 async def test_document_texts_are_row_to_json_byte_for_byte(
     client: Client, admin: dict[str, str], own_conn: asyncpg.Connection, zone: str
 ) -> None:
-    """stream_descendants_json sends tenant_document_texts (migration 0028), put together
+    """stream_descendants_json sends tenant_document_texts (migration 0027), put together
     by concatenation: the very text row_to_json makes of a tenant_documents row, with
     names that need escaping, config plain and masked, archived, root and child."""
     ids = await make_family(client, admin, own_conn)

@@ -2,8 +2,7 @@
 
 For every tenant: the closure table equals the transitive closure of parent_id; the
 ancestry path is the parent's path plus its own id; depth is the parent's plus one;
-no tenant is its own ancestor (no cycle); no archived tenant has an active child; its
-config_entry_count is the number of its config entries (migration 0027).
+no tenant is its own ancestor (no cycle); no archived tenant has an active child.
 """
 
 from __future__ import annotations
@@ -19,12 +18,6 @@ WITH RECURSIVE chain AS (
     WHERE t.parent_id IS NOT NULL AND c.depth < 1000
 )
 SELECT descendant_id, ancestor_id, depth FROM chain
-"""
-
-MISCOUNTED_CONFIG = """
-SELECT count(*)
-FROM tenants t
-WHERE t.config_entry_count <> (SELECT count(*) FROM config_entries ce WHERE ce.tenant_id = t.id)
 """
 
 
@@ -67,7 +60,4 @@ async def tree_problems(conn: asyncpg.Connection) -> list[str]:
         )
         if orphans:
             problems.append(f"{orphans} active tenants under archived parents")
-        miscounted = await conn.fetchval(MISCOUNTED_CONFIG)
-        if miscounted:
-            problems.append(f"{miscounted} tenants' config_entry_count is not their entries'")
     return problems

@@ -1,17 +1,22 @@
 -- Lists of thousands of tenants (stream_descendants_json) spent most of their time in
--- PostgreSQL rendering documents: at 1,000,000 tenants, of about 80 ms for 10,000
--- descendants, the path index's range scan took 6, the config subquery 20 to 35 (a
--- bitmap scan of config_entries_pkey per tenant, entries or not: migration 0027) and
--- row_to_json about 30 (docs/performance.md, "Descendants at 1,000,000 (round 4)").
--- Nothing here changes a document's bytes.
+-- PostgreSQL rendering documents: at 1,000,000 tenants, of 77 to 109 ms for 10,000
+-- descendants in psql, the path index's range scan took 6 to 9, the config subquery 20
+-- to 45 (a bitmap scan of config_entries_pkey and an aggregate per tenant, entries or
+-- not) and row_to_json about 32 (docs/performance.md, "Descendants at 1,000,000 (round
+-- 4)"). Nothing here changes a document's bytes.
 
--- 1. tenant_details: the same columns and values. A tenant's entries are aggregated only
---    when it has some (tenants.config_entry_count, migration 0027), instead of a probe
---    of config_entries_pkey for every tenant read.
+-- 1. tenant_details: the same columns and values. Its config subquery first asks the
+--    primary key's index whether the tenant has an entry at all (an index-only probe
+--    of one row; a scalar subquery, which the planner never turns into a hash of the
+--    whole table as it may an EXISTS), and aggregates only then: most tenants have
+--    none, and the probe costs about half of the bitmap scan and aggregate. (A count
+--    of entries kept in the tenant's row would save the probe too, but the triggers
+--    keeping it would update the tenant's row in every entry write, which the locking
+--    protocol share-locks: docs/decisions.md.)
 CREATE OR REPLACE VIEW tenant_details AS
 SELECT t.id, t.parent_id, t.name, t.slug, t.ancestry_path, t.depth, t.metadata,
        t.isolation_strategy, t.region, t.status, t.deleted_at, t.created_at, t.updated_at,
-       CASE WHEN t.config_entry_count > 0
+       CASE WHEN (SELECT true FROM config_entries held WHERE held.tenant_id = t.id LIMIT 1)
             THEN coalesce((SELECT jsonb_object_agg(ce.key,
                                                    CASE WHEN ce.sensitive
                                                         THEN to_jsonb('***'::text)
