@@ -186,26 +186,14 @@ WHERE c.descendant_id = :'tenant_id'
 
 -- name: stream_descendants_json :many
 -- Descendants of the tenant whose path is :'path' in depth-first pre-order, one JSON
--- document per row (the text of tenant_documents' rows), read through a cursor in chunks:
--- one range scan of the path index ("C" collation: every descendant's path lies between
+-- document per row (rows of tenant_documents), read through a cursor in chunks: one
+-- range scan of the path index ("C" collation: every descendant's path lies between
 -- '<path>/' and '<path>0', as '0' follows '/'), starting after the path :'after' when
 -- set (a page's cursor). Down to absolute depth :'max_depth' (NULL: all levels);
--- archived ones only when :'include_archived'. Documents put together from their parts
--- (tenant_document_parts, migration 0027); config aggregated only for the tenants of
--- the same range in tenant_config_holders (migration 0028), merged in path order.
-SELECT d.id,
-       d.head || CASE WHEN h.tenant_id IS NULL THEN '{}'
-                      ELSE tenant_config(d.id)::text END || d.tail AS document
-FROM tenant_document_parts d
-LEFT JOIN (
-    -- the tenants of the range that have entries (a fence: one range scan, never a
-    -- probe per tenant listed)
-    SELECT ch.tenant_id, ch.ancestry_path
-    FROM tenant_config_holders ch
-    WHERE ch.ancestry_path > coalesce(:'after'::text, :'path'::text || '/')
-      AND ch.ancestry_path < :'path'::text || '0'
-    OFFSET 0
-) AS h ON h.ancestry_path = d.ancestry_path
+-- archived ones only when :'include_archived'. The documents are tenant_documents' rows
+-- as JSON text, put together without row_to_json (tenant_document_texts, migration 0027).
+SELECT d.id, d.document
+FROM tenant_document_texts d
 WHERE d.ancestry_path > coalesce(:'after'::text, :'path'::text || '/')
   AND d.ancestry_path < :'path'::text || '0'
   AND d.depth <= coalesce(:'max_depth'::integer, 2147483647)
