@@ -137,3 +137,37 @@ async def test_hot_queries_use_indexes(
         seq = [rel for node, rel in plan if node == "Seq Scan" and rel in GUARDED]
         assert not seq, f"{name} ({plan_mode}) scans {seq} sequentially: {plan}"
         assert any("Index" in node for node, _ in plan), f"{name} uses no index: {plan}"
+
+
+def loops(plan: dict[str, Any], relation: str, probe: bool) -> int:
+    """How many times the plan's nodes on `relation` ran (EXPLAIN ANALYZE): its
+    index-only scans (probe) or its other scans."""
+    mine = plan.get("Relation Name") == relation
+    own = plan["Actual Loops"] if mine and (plan["Node Type"] == "Index Only Scan") == probe else 0
+    return own + sum(loops(child, relation, probe) for child in plan.get("Plans", []))
+
+
+@pytest.mark.parametrize("plan_mode", ["auto", "force_generic_plan"])
+async def test_descendant_documents_aggregate_config_only_of_tenants_that_have_some(
+    conn: asyncpg.Connection, tree: list[list[UUID]], plan_mode: str
+) -> None:
+    """A tenant without entries costs one index-only probe of config_entries_pkey and no
+    aggregate (tenant_details, migration 0027): the list's other scans of config_entries
+    run once per listed tenant that has entries, not once per listed tenant."""
+    await conn.execute(f"SET plan_cache_mode = {plan_mode}")
+    root = tree[0][3]
+    params = {"path": f"/{root}", "after": None, "max_depth": None, "include_archived": False}
+    query = Queries.load()["stream_descendants_json"]
+    args = query.args(**params)
+    for _ in range(6):  # past the custom plans, to the generic one when forced
+        plan = await conn.fetchval(f"EXPLAIN (ANALYZE, FORMAT JSON) {query.sql}", *args)
+    listed, with_entries = await conn.fetchrow(
+        "SELECT count(*), count(*) FILTER (WHERE EXISTS (SELECT 1 FROM config_entries ce"
+        " WHERE ce.tenant_id = t.id)) FROM tenant_closure c JOIN tenants t"
+        " ON t.id = c.descendant_id WHERE c.ancestor_id = $1 AND c.depth > 0",
+        root,
+    )
+    assert plan[0]["Plan"]["Actual Rows"] == listed == 1110
+    assert 0 < with_entries < listed * 0.8  # about half: two keys at 30% each
+    assert loops(plan[0]["Plan"], "config_entries", probe=True) == listed
+    assert loops(plan[0]["Plan"], "config_entries", probe=False) == with_entries

@@ -120,6 +120,33 @@ async def test_each_document_is_the_tenant_view(
     assert child["config"] == {"plain.theme": {"a": [1, 2]}, "secret": "***"}
 
 
+@pytest.mark.parametrize("zone", ["UTC", "America/St_Johns"])
+async def test_document_texts_are_row_to_json_byte_for_byte(
+    client: Client, admin: dict[str, str], own_conn: asyncpg.Connection, zone: str
+) -> None:
+    """stream_descendants_json sends tenant_document_texts (migration 0027), put together
+    by concatenation: the very text row_to_json makes of a tenant_documents row, with
+    names that need escaping, config plain and masked, archived, root and child."""
+    ids = await make_family(client, admin, own_conn)
+    await own_conn.execute(
+        "UPDATE tenants SET name = $2 WHERE id = $1",
+        UUID(ids["leaf"]),
+        'q"uote \\ back\nslash \t\u0001\u001f \u2028 ✓ </script>',
+    )
+    await own_conn.execute(f"SET timezone = '{zone}'; SET DateStyle = 'SQL, DMY'")
+    rows = await own_conn.fetch(
+        "SELECT x.document, row_to_json(d)::text AS expected FROM tenant_document_texts x"
+        " JOIN tenant_documents d USING (id) WHERE x.id = ANY($1::uuid[])",
+        [UUID(i) for i in ids.values()],
+    )
+    assert len(rows) == 3
+    for row in rows:
+        assert row["document"] == row["expected"]
+    texts = " ".join(r["document"] for r in rows)
+    assert '"secret": "***"' in texts
+    assert "\\u0001" in texts
+
+
 async def test_list_endpoints_answer_the_tenant_view(
     client: Client, admin: dict[str, str], own_conn: asyncpg.Connection, repo: TenantsRepository
 ) -> None:

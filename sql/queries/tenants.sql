@@ -190,9 +190,10 @@ WHERE c.descendant_id = :'tenant_id'
 -- range scan of the path index ("C" collation: every descendant's path lies between
 -- '<path>/' and '<path>0', as '0' follows '/'), starting after the path :'after' when
 -- set (a page's cursor). Down to absolute depth :'max_depth' (NULL: all levels);
--- archived ones only when :'include_archived'.
-SELECT d.id, row_to_json(d)::text AS document
-FROM tenant_documents d
+-- archived ones only when :'include_archived'. The documents are tenant_documents' rows
+-- as JSON text, put together without row_to_json (tenant_document_texts, migration 0027).
+SELECT d.id, d.document
+FROM tenant_document_texts d
 WHERE d.ancestry_path > coalesce(:'after'::text, :'path'::text || '/')
   AND d.ancestry_path < :'path'::text || '0'
   AND d.depth <= coalesce(:'max_depth'::integer, 2147483647)
