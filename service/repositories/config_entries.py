@@ -49,7 +49,7 @@ class ConfigEntriesRepository(Repository):
     _get = NamedSql("get_config_entry")
     _upsert_one = NamedSql("upsert_config_entry")
     _delete_one = NamedSql("delete_config_entry")
-    _lock_keys = NamedSql("lock_config_keys")
+    _lock_keys = NamedSql("lock_entry_keys")
     _locked = NamedSql("find_locked_config_keys")
     _insert_new = NamedSql("insert_config_for_new_tenants")
     _upsert = NamedSql("upsert_config_values")
@@ -99,6 +99,7 @@ class ConfigEntriesRepository(Repository):
         if writes:
             await self._lock_keys.value(
                 conn,
+                lock_space="config_entries",
                 paths=[w.path for w in writes],
                 keys=[w.key for w in writes],
                 exclusive=[w.exclusive for w in writes],

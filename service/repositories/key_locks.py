@@ -1,5 +1,5 @@
-"""What a config or permission write locks (sql/queries/config_entries.sql,
-lock_config_keys): its key at the tenant written and at every ancestor of it."""
+"""What a config or permission write locks (sql/queries/key_locks.sql,
+lock_entry_keys): its key at the tenant written and at every ancestor of it."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ class PermissionsRepository(Repository):
     _locked = NamedSql("find_locked_permission_keys")
     _upsert = NamedSql("upsert_permission_policy")
     _delete = NamedSql("delete_permission_policy")
-    _lock_keys = NamedSql("lock_permission_keys")
+    _lock_keys = NamedSql("lock_entry_keys")
 
     async def list_permission_policies(
         self, conn: asyncpg.Connection, tenant_id: UUID
@@ -71,6 +71,7 @@ class PermissionsRepository(Repository):
         if writes:
             await self._lock_keys.value(
                 conn,
+                lock_space="permission_policies",
                 paths=[w.path for w in writes],
                 keys=[w.key for w in writes],
                 exclusive=[w.exclusive for w in writes],

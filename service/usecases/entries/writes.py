@@ -4,7 +4,7 @@ an ancestor's lock, and delete. Each kind describes its own storage in an EntryS
 A write takes its tree root FOR SHARE (as creates do, so no move rewrites the chain of
 ancestors meanwhile), then the tenant FOR SHARE (so no archive runs meanwhile), then the
 key locks along its line of descent: the key at the tenant exclusively and at each
-ancestor shared (sql/queries/config_entries.sql, lock_config_keys). A write below cannot
+ancestor shared (sql/queries/key_locks.sql, lock_entry_keys). A write below cannot
 slip past an ancestor that is locking the key at the same moment, because the two take
 turns and whichever comes second sees the other's committed row; writes at siblings,
 which cannot affect each other, do not wait.
