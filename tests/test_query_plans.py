@@ -151,23 +151,46 @@ def loops(plan: dict[str, Any], relation: str, probe: bool) -> int:
 async def test_descendant_documents_aggregate_config_only_of_tenants_that_have_some(
     conn: asyncpg.Connection, tree: list[list[UUID]], plan_mode: str
 ) -> None:
-    """A tenant without entries costs one index-only probe of config_entries_pkey and no
-    aggregate (tenant_details, migration 0027): the list's other scans of config_entries
-    run once per listed tenant that has entries, not once per listed tenant."""
+    """A listed tenant without entries costs no probe of config_entries: the tenants of
+    the range that have entries come from one range scan of tenant_config_holders
+    (migration 0028), merged with the list's; config_entries is read once per listed
+    tenant that has entries, and never probed for the others. Whatever the size of the
+    subtree, the join is a merge of two ordered scans: never a nested loop (a rescan of
+    the holders' range per listed tenant), a hash or a sort (nothing streamed before the
+    whole list is read)."""
     await conn.execute(f"SET plan_cache_mode = {plan_mode}")
-    root = tree[0][3]
-    params = {"path": f"/{root}", "after": None, "max_depth": None, "include_archived": False}
-    query = Queries.load()["stream_descendants_json"]
-    args = query.args(**params)
-    for _ in range(6):  # past the custom plans, to the generic one when forced
-        plan = await conn.fetchval(f"EXPLAIN (ANALYZE, FORMAT JSON) {query.sql}", *args)
-    listed, with_entries = await conn.fetchrow(
-        "SELECT count(*), count(*) FILTER (WHERE EXISTS (SELECT 1 FROM config_entries ce"
-        " WHERE ce.tenant_id = t.id)) FROM tenant_closure c JOIN tenants t"
-        " ON t.id = c.descendant_id WHERE c.ancestor_id = $1 AND c.depth > 0",
-        root,
-    )
-    assert plan[0]["Plan"]["Actual Rows"] == listed == 1110
-    assert 0 < with_entries < listed * 0.8  # about half: two keys at 30% each
-    assert loops(plan[0]["Plan"], "config_entries", probe=True) == listed
-    assert loops(plan[0]["Plan"], "config_entries", probe=False) == with_entries
+    root, mid = tree[0][3], tree[1][35]
+    mid_path = f"/{root}/{mid}"
+    queries = Queries.load()
+    query = queries["stream_descendants_json"]
+    subtrees: dict[tuple[str, str | None], int | None] = {  # path, after: how many listed
+        (f"/{root}", None): 1110,
+        (mid_path, None): 110,
+        (f"{mid_path}/{tree[2][350]}", None): 10,
+        (f"{mid_path}/{tree[2][350]}/{tree[3][3500]}", None): 0,
+        (f"/{root}", f"{mid_path}/{tree[2][359]}"): None,  # a page: whatever follows
+    }
+    for (path, after), expected in subtrees.items():
+        args = query.args(path=path, after=after, max_depth=None, include_archived=False)
+        async with conn.transaction():
+            await queries["plan_descendants_as_merges"].exec(conn)
+            for _ in range(6):  # past the custom plans, to the generic one when forced
+                plan = await conn.fetchval(f"EXPLAIN (ANALYZE, FORMAT JSON) {query.sql}", *args)
+        top = plan[0]["Plan"]
+        listed, with_entries = await conn.fetchrow(
+            "SELECT count(*), count(*) FILTER (WHERE EXISTS (SELECT 1 FROM config_entries ce"
+            " WHERE ce.tenant_id = t.id)) FROM tenants t"
+            " WHERE t.ancestry_path > coalesce($2, $1 || '/') AND t.ancestry_path < $1 || '0'",
+            path,
+            after,
+        )
+        assert top["Actual Rows"] == listed == (listed if expected is None else expected)
+        if listed > 100:
+            assert 0 < with_entries < listed * 0.8  # about half: two keys at 30% each
+        nodes = {node for node, _ in scans(top)}
+        assert (top["Node Type"], top["Join Type"]) == ("Merge Join", "Left"), top
+        assert not nodes & {"Nested Loop", "Hash Join", "Sort", "Materialize"}, nodes
+        assert loops(top, "config_entries", probe=True) == 0
+        assert loops(top, "config_entries", probe=False) == with_entries
+        holders = loops(top, "tenant_config_holders", probe=True)
+        assert holders == (1 if listed else 0)  # no outer row: the inner scan never runs

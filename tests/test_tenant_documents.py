@@ -121,11 +121,12 @@ async def test_each_document_is_the_tenant_view(
 
 
 @pytest.mark.parametrize("zone", ["UTC", "America/St_Johns"])
-async def test_document_texts_are_row_to_json_byte_for_byte(
+async def test_streamed_documents_are_row_to_json_byte_for_byte(
     client: Client, admin: dict[str, str], own_conn: asyncpg.Connection, zone: str
 ) -> None:
-    """stream_descendants_json sends tenant_document_texts (migration 0027), put together
-    by concatenation: the very text row_to_json makes of a tenant_documents row, with
+    """stream_descendants_json puts documents together by concatenation
+    (tenant_document_parts) with the config of the tenants in tenant_config_holders
+    (migration 0028): the very text row_to_json makes of a tenant_documents row, with
     names that need escaping, config plain and masked, archived, root and child."""
     ids = await make_family(client, admin, own_conn)
     await own_conn.execute(
@@ -134,15 +135,20 @@ async def test_document_texts_are_row_to_json_byte_for_byte(
         'q"uote \\ back\nslash \t\u0001\u001f \u2028 ✓ </script>',
     )
     await own_conn.execute(f"SET timezone = '{zone}'; SET DateStyle = 'SQL, DMY'")
-    rows = await own_conn.fetch(
-        "SELECT x.document, row_to_json(d)::text AS expected FROM tenant_document_texts x"
-        " JOIN tenant_documents d USING (id) WHERE x.id = ANY($1::uuid[])",
-        [UUID(i) for i in ids.values()],
-    )
-    assert len(rows) == 3
-    for row in rows:
-        assert row["document"] == row["expected"]
-    texts = " ".join(r["document"] for r in rows)
+    query = Queries.load()["stream_descendants_json"]
+    expected = "SELECT row_to_json(d)::text FROM tenant_documents d WHERE d.id = $1"
+    for top in ("root", "child"):
+        path = await own_conn.fetchval(
+            "SELECT ancestry_path FROM tenants WHERE id = $1", UUID(ids[top])
+        )
+        args = query.args(path=path, after=None, max_depth=None, include_archived=True)
+        rows = await own_conn.fetch(query.sql, *args)
+        assert len(rows) == {"root": 2, "child": 1}[top]
+        for row in rows:
+            assert row["document"] == await own_conn.fetchval(expected, row["id"])
+    root_path = f"/{ids['root']}"
+    args = query.args(path=root_path, after=None, max_depth=None, include_archived=True)
+    texts = " ".join(r["document"] for r in await own_conn.fetch(query.sql, *args))
     assert '"secret": "***"' in texts
     assert "\\u0001" in texts
 

@@ -1,9 +1,12 @@
-"""Concurrent creates, batch creates, moves and archives never break the tree.
+"""Concurrent creates, batch creates, moves, archives and config writes never break the
+tree.
 
 Eight workers fire random operations at the same trees through HTTP (the app's pool
 serves them on as many connections); afterwards, for every tenant, the closure table,
-ancestry_path, depth and parent chain agree and no cycle exists. Expected refusals
-(cycles, archived parents, children left behind, depth) are fine; a 5xx never is.
+ancestry_path, depth and parent chain agree, no cycle exists, and tenant_config_holders
+lists exactly the tenants with entries at their current paths (tests/support/invariants.py).
+Expected refusals (cycles, archived parents, children left behind, depth; for config
+writes a missing key or an archived tenant) are fine; a 5xx never is.
 TREE_CONCURRENCY_ROUNDS repeats the whole exercise (docs/testing.md: 20 in a row).
 """
 
@@ -29,6 +32,8 @@ EXPECTED_REFUSALS = {
     "DEPTH_LIMIT_EXCEEDED",
     "CONFLICT",
 }
+# What a config write may meet besides: a key already deleted, a tenant archived.
+CONFIG_REFUSALS = {"CONFIG_NOT_FOUND", "TENANT_ARCHIVED"}
 ROUNDS = int(os.environ.get("TREE_CONCURRENCY_ROUNDS", "1"))
 
 
@@ -53,7 +58,8 @@ class Worker:
         if resp.status >= 400:
             # A refused batch carries the reason of each bad item.
             codes = [e["code"] for e in data.get("errors", [])] or [data["error"]["code"]]
-            assert set(codes) <= EXPECTED_REFUSALS, (method, path, body, data)
+            allowed = EXPECTED_REFUSALS | (CONFIG_REFUSALS if "/config/" in path else set())
+            assert set(codes) <= allowed, (method, path, body, data)
             key = codes[0]
         else:
             key = f"{method} {resp.status}"
@@ -62,7 +68,9 @@ class Worker:
 
     async def run(self) -> None:
         for _ in range(OPS_PER_WORKER):
-            op = self.rng.choices(["create", "batch", "move", "archive"], [4, 2, 5, 2])[0]
+            op = self.rng.choices(
+                ["create", "batch", "move", "archive", "config"], [4, 2, 5, 2, 4]
+            )[0]
             if op == "create":
                 body = {"name": "c", "slug": unique_slug("c")}
                 if self.rng.random() < 0.9:
@@ -83,8 +91,14 @@ class Worker:
                 await self.call(
                     "POST", f"/api/v1/tenants/{self.pick()}/move", {"new_parent_id": target}
                 )
-            else:
+            elif op == "archive":
                 await self.call("DELETE", f"/api/v1/tenants/{self.pick()}")
+            else:
+                path = f"/api/v1/tenants/{self.pick()}/config/{self.rng.choice('abc')}"
+                if self.rng.random() < 0.6:
+                    await self.call("PUT", path, {"value": self.rng.randint(0, 9)})
+                else:
+                    await self.call("DELETE", path)
 
 
 @pytest.mark.parametrize("round_", range(ROUNDS))

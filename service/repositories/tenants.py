@@ -131,6 +131,7 @@ class TenantsRepository(Repository):
     _children = NamedSql("list_children")
     _children_json = NamedSql("list_children_json")
     _ancestors_json = NamedSql("list_ancestors_json")
+    _plan_merges = NamedSql("plan_descendants_as_merges")
     _descendants_json = NamedSql("stream_descendants_json")
     _count_descendants = NamedSql("count_descendants_capped")
     _has_active_children = NamedSql("has_active_children")
@@ -334,7 +335,9 @@ class TenantsRepository(Repository):
         """Descendants of the tenant at ancestry_path in pre-order, after the path
         `after`, down to absolute depth max_depth, through a cursor (so in bounded memory
         whatever the subtree): first_rows rows, then chunk_rows at a time, read ahead
-        (service/db/chunks.py). Run inside a transaction."""
+        (service/db/chunks.py). Run inside a transaction, whose planner then joins only
+        by merging (plan_descendants_as_merges) until it ends."""
+        await self._plan_merges.exec(conn)
         cursor = await self._descendants_json.cursor(
             conn,
             path=ancestry_path,

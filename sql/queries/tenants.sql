@@ -184,16 +184,45 @@ WHERE c.descendant_id = :'tenant_id'
   AND (:'visible_root_id'::uuid IS NULL
        OR strpos(d.ancestry_path, '/' || :'visible_root_id'::text) > 0);
 
+-- name: plan_descendants_as_merges :exec
+-- For the rest of the transaction, join only by merging inputs read in order: run before
+-- stream_descendants_json, whose join with tenant_config_holders must never become a
+-- nested loop (a rescan of the holders' range per listed tenant) or a hash and a sort
+-- (nothing streamed before the whole list is read). On a small or badly estimated
+-- range the planner would pick either. The settings end with the transaction.
+SELECT set_config('enable_nestloop', 'off', true) AS nestloop,
+       set_config('enable_hashjoin', 'off', true) AS hashjoin,
+       set_config('enable_sort', 'off', true) AS sort;
+
 -- name: stream_descendants_json :many
 -- Descendants of the tenant whose path is :'path' in depth-first pre-order, one JSON
--- document per row (rows of tenant_documents), read through a cursor in chunks: one
--- range scan of the path index ("C" collation: every descendant's path lies between
+-- document per row (the text of tenant_documents' rows), read through a cursor in chunks:
+-- one range scan of the path index ("C" collation: every descendant's path lies between
 -- '<path>/' and '<path>0', as '0' follows '/'), starting after the path :'after' when
 -- set (a page's cursor). Down to absolute depth :'max_depth' (NULL: all levels);
--- archived ones only when :'include_archived'. The documents are tenant_documents' rows
--- as JSON text, put together without row_to_json (tenant_document_texts, migration 0027).
-SELECT d.id, d.document
-FROM tenant_document_texts d
+-- archived ones only when :'include_archived'. Documents put together from their parts
+-- (tenant_document_parts, migration 0028); a tenant's config aggregated only when it is
+-- in tenant_config_holders, whose range is merged with the list's in path order (after
+-- plan_descendants_as_merges, in the same transaction). The config as tenant_details
+-- has it: sensitive values masked.
+SELECT d.id,
+       d.head
+       || CASE WHEN h.tenant_id IS NULL THEN '{}'
+               ELSE (SELECT jsonb_object_agg(ce.key, CASE WHEN ce.sensitive
+                                                         THEN to_jsonb('***'::text)
+                                                         ELSE ce.value END)
+                     FROM config_entries ce
+                     WHERE ce.tenant_id = d.id)::text
+          END
+       || d.tail AS document
+FROM tenant_document_parts d
+LEFT JOIN (
+    -- the tenants of the same range that have entries
+    SELECT ch.tenant_id, ch.ancestry_path
+    FROM tenant_config_holders ch
+    WHERE ch.ancestry_path > coalesce(:'after'::text, :'path'::text || '/')
+      AND ch.ancestry_path < :'path'::text || '0'
+) AS h ON h.ancestry_path = d.ancestry_path
 WHERE d.ancestry_path > coalesce(:'after'::text, :'path'::text || '/')
   AND d.ancestry_path < :'path'::text || '0'
   AND d.depth <= coalesce(:'max_depth'::integer, 2147483647)

@@ -2,7 +2,9 @@
 
 For every tenant: the closure table equals the transitive closure of parent_id; the
 ancestry path is the parent's path plus its own id; depth is the parent's plus one;
-no tenant is its own ancestor (no cycle); no archived tenant has an active child.
+no tenant is its own ancestor (no cycle); no archived tenant has an active child;
+tenant_config_holders lists exactly the tenants that have config entries, with their
+count and current path (migration 0028).
 """
 
 from __future__ import annotations
@@ -18,6 +20,26 @@ WITH RECURSIVE chain AS (
     WHERE t.parent_id IS NOT NULL AND c.depth < 1000
 )
 SELECT descendant_id, ancestor_id, depth FROM chain
+"""
+
+# Rows in tenant_config_holders or in what it should hold, but not in both.
+CONFIG_HOLDERS_WRONG = """
+WITH
+expected AS (
+    -- each tenant with entries, its path and how many
+    SELECT t.id AS tenant_id, t.ancestry_path, count(*)::integer AS entries
+    FROM config_entries ce
+    JOIN tenants t ON t.id = ce.tenant_id
+    GROUP BY t.id, t.ancestry_path
+),
+stored AS (
+    -- what the triggers keep
+    SELECT tenant_id, ancestry_path, entries FROM tenant_config_holders
+)
+SELECT count(*)
+FROM ((SELECT * FROM expected EXCEPT ALL SELECT * FROM stored)
+      UNION ALL
+      (SELECT * FROM stored EXCEPT ALL SELECT * FROM expected)) AS differences
 """
 
 
@@ -60,4 +82,7 @@ async def tree_problems(conn: asyncpg.Connection) -> list[str]:
         )
         if orphans:
             problems.append(f"{orphans} active tenants under archived parents")
+        wrong = await conn.fetchval(CONFIG_HOLDERS_WRONG)
+        if wrong:
+            problems.append(f"{wrong} rows of tenant_config_holders differ from the entries")
     return problems
