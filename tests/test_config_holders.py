@@ -8,6 +8,7 @@ entries."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import re
@@ -149,3 +150,31 @@ async def test_an_entry_cannot_move_to_another_tenant(
             second["id"],
         )
     assert await counts(db_conn, first["id"], second["id"]) == [1, 0]
+
+
+async def test_concurrent_writes_at_one_tenant_keep_the_count_exact(
+    client: TestClient, admin: dict[str, str], db_conn: Any
+) -> None:
+    """Eight writers add and remove keys of one tenant at once (their own keys and
+    shared ones): the count follows, the last removal takes the tenant out, and a
+    later addition puts it back."""
+    tenant = (await create_tenant(client, admin))["id"]
+
+    async def writer(n: int) -> None:
+        for round_ in range(12):
+            for key in (f"own{n}", f"shared{round_ % 3}"):
+                await put_config(client, admin, tenant, key, round_)
+            for key in (f"own{n}", f"shared{(round_ + n) % 3}"):
+                resp = await client.delete(f"/api/v1/tenants/{tenant}/config/{key}", headers=admin)
+                assert resp.status in (204, 404), await resp.text()
+
+    await asyncio.gather(*(writer(n) for n in range(8)))
+    left = await db_conn.fetchval(
+        "SELECT count(*) FROM config_entries WHERE tenant_id = $1", tenant
+    )
+    assert await counts(db_conn, tenant) == [left]
+    for key in ("shared0", "shared1", "shared2"):
+        await client.delete(f"/api/v1/tenants/{tenant}/config/{key}", headers=admin)
+    assert await counts(db_conn, tenant) == [0]
+    await put_config(client, admin, tenant, "again", 1, expect=201)
+    assert await counts(db_conn, tenant) == [1]
