@@ -20,6 +20,7 @@ from service.views.base import document
 from service.views.tenants import Tenant
 from tests.support.api import create_tenant, get_json
 from tests.support.entries import put_config
+from tests.support.invariants import DOCUMENT_PARTS_WRONG
 
 Client = TestClient[Any, Any]
 METADATA = {
@@ -124,17 +125,20 @@ async def test_each_document_is_the_tenant_view(
 async def test_streamed_documents_are_row_to_json_byte_for_byte(
     client: Client, admin: dict[str, str], own_conn: asyncpg.Connection, zone: str
 ) -> None:
-    """stream_descendants_json puts documents together by concatenation
-    (tenant_document_parts) with the config of the tenants in tenant_config_holders
-    (migration 0028): the very text row_to_json makes of a tenant_documents row, with
-    names that need escaping, config plain and masked, archived, root and child."""
+    """stream_descendants_json sends the document parts each row carries (written by a
+    trigger with the row, migration 0029) around the config of the tenants in
+    tenant_config_holders (migration 0028): the very text row_to_json makes of a
+    tenant_documents row, with names that need escaping, config plain and masked,
+    archived, root and child, whatever the writing and the reading session's time zone
+    and date style."""
+    await own_conn.execute(f"SET timezone = '{zone}'; SET DateStyle = 'SQL, DMY'")
     ids = await make_family(client, admin, own_conn)
     await own_conn.execute(
         "UPDATE tenants SET name = $2 WHERE id = $1",
         UUID(ids["leaf"]),
         'q"uote \\ back\nslash \t\u0001\u001f \u2028 ✓ </script>',
     )
-    await own_conn.execute(f"SET timezone = '{zone}'; SET DateStyle = 'SQL, DMY'")
+    await own_conn.execute("SET timezone = 'Asia/Kathmandu'")
     query = Queries.load()["stream_descendants_json"]
     expected = "SELECT row_to_json(d)::text FROM tenant_documents d WHERE d.id = $1"
     for top in ("root", "child"):
@@ -151,6 +155,7 @@ async def test_streamed_documents_are_row_to_json_byte_for_byte(
     texts = " ".join(r["document"] for r in await own_conn.fetch(query.sql, *args))
     assert '"secret": "***"' in texts
     assert "\\u0001" in texts
+    assert await own_conn.fetchval(DOCUMENT_PARTS_WRONG) == 0  # every tenant of the test
 
 
 async def test_list_endpoints_answer_the_tenant_view(

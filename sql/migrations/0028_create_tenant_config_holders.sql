@@ -1,9 +1,9 @@
 -- Lists of descendants (stream_descendants_json) probed config_entries_pkey once per
 -- listed tenant to learn whether it has entries: at 1,000,000 tenants, 10,000 probes
 -- took 30 to 40 of the statement's 70 to 90 ms, though most tenants have none
--- (docs/performance.md, "Descendants: config holders merged by path (round 5)"). The
--- tenants that do have entries are kept here by path, so that a list finds them with one
--- range scan merged with its own. Nothing here changes a document's bytes.
+-- (docs/performance.md, "Descendants at 1,000,000 (round 5)"). The tenants that do have
+-- entries are kept here by path, so that a list finds them with one range scan merged
+-- with its own. Nothing here changes a document's bytes.
 
 -- 1. The tenants that have config entries of their own, with their path and how many.
 --    Kept exact by the triggers below in the writing statement's transaction, whatever
@@ -109,33 +109,3 @@ $$;
 CREATE TRIGGER tenants_update_holders
     AFTER UPDATE ON tenants REFERENCING NEW TABLE AS new_rows
     FOR EACH STATEMENT EXECUTE FUNCTION move_config_holders();
-
--- 5. A tenant's document as JSON text in two parts around its config, so that a list can
---    put in the config it found its own way: head || config || tail is byte for byte
---    row_to_json of the tenant's tenant_documents row (tests/test_tenant_documents.py
---    compares them). The same concatenation as tenant_document_texts (migration 0027),
---    which it replaces; keep in step with tenant_documents (and so with tenant_json).
---    Filter and sort on the plain columns beside the parts.
-CREATE VIEW tenant_document_parts AS
-SELECT t.id,
-       t.ancestry_path,
-       t.depth,
-       t.status,
-       '{"id":"' || t.id::text
-       || '","parent_id":' || coalesce('"' || t.parent_id::text || '"', 'null')
-       || ',"name":' || to_json(t.name)::text
-       || ',"slug":"' || t.slug
-       || '","ancestry_path":"' || t.ancestry_path
-       || '","depth":' || t.depth::text
-       || ',"config":' AS head,
-       ',"metadata":' || t.metadata::text
-       || ',"isolation_strategy":"' || t.isolation_strategy
-       || '","region":' || to_json(t.region)::text
-       || ',"status":"' || t.status
-       || '","deleted_at":' || coalesce('"' || svc_iso_time(t.deleted_at) || '"', 'null')
-       || ',"created_at":"' || svc_iso_time(t.created_at)
-       || '","updated_at":"' || svc_iso_time(t.updated_at)
-       || '"}' AS tail
-FROM tenants t;
-
-DROP VIEW tenant_document_texts;

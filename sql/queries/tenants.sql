@@ -200,34 +200,34 @@ SELECT set_config('enable_nestloop', 'off', true) AS nestloop,
 -- one range scan of the path index ("C" collation: every descendant's path lies between
 -- '<path>/' and '<path>0', as '0' follows '/'), starting after the path :'after' when
 -- set (a page's cursor). Down to absolute depth :'max_depth' (NULL: all levels);
--- archived ones only when :'include_archived'. Documents put together from their parts
--- (tenant_document_parts, migration 0028); a tenant's config aggregated only when it is
--- in tenant_config_holders, whose range is merged with the list's in path order (after
--- plan_descendants_as_merges, in the same transaction). The config as tenant_details
--- has it: sensitive values masked.
-SELECT d.id,
-       d.head
+-- archived ones only when :'include_archived'. A document is the parts its row carries
+-- (migration 0029) around its path, depth and config; the config is aggregated only for
+-- the tenants found in tenant_config_holders (migration 0028), whose range is merged
+-- with the list's in path order (after plan_descendants_as_merges, in the same
+-- transaction), and masked as tenant_details masks it.
+SELECT t.id,
+       t.document_head || t.ancestry_path || '","depth":' || t.depth::text || ',"config":'
        || CASE WHEN h.tenant_id IS NULL THEN '{}'
                ELSE (SELECT jsonb_object_agg(ce.key, CASE WHEN ce.sensitive
                                                          THEN to_jsonb('***'::text)
                                                          ELSE ce.value END)
                      FROM config_entries ce
-                     WHERE ce.tenant_id = d.id)::text
+                     WHERE ce.tenant_id = t.id)::text
           END
-       || d.tail AS document
-FROM tenant_document_parts d
+       || t.document_tail AS document
+FROM tenants t
 LEFT JOIN (
     -- the tenants of the same range that have entries
     SELECT ch.tenant_id, ch.ancestry_path
     FROM tenant_config_holders ch
     WHERE ch.ancestry_path > coalesce(:'after'::text, :'path'::text || '/')
       AND ch.ancestry_path < :'path'::text || '0'
-) AS h ON h.ancestry_path = d.ancestry_path
-WHERE d.ancestry_path > coalesce(:'after'::text, :'path'::text || '/')
-  AND d.ancestry_path < :'path'::text || '0'
-  AND d.depth <= coalesce(:'max_depth'::integer, 2147483647)
-  AND (:'include_archived'::boolean OR d.status = 'active')
-ORDER BY d.ancestry_path;
+) AS h ON h.ancestry_path = t.ancestry_path
+WHERE t.ancestry_path > coalesce(:'after'::text, :'path'::text || '/')
+  AND t.ancestry_path < :'path'::text || '0'
+  AND t.depth <= coalesce(:'max_depth'::integer, 2147483647)
+  AND (:'include_archived'::boolean OR t.status = 'active')
+ORDER BY t.ancestry_path;
 
 -- name: count_descendants_capped :value
 -- How many tenants stream_descendants_json would list (same range and filters), counted

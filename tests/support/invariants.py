@@ -4,7 +4,8 @@ For every tenant: the closure table equals the transitive closure of parent_id; 
 ancestry path is the parent's path plus its own id; depth is the parent's plus one;
 no tenant is its own ancestor (no cycle); no archived tenant has an active child;
 tenant_config_holders lists exactly the tenants that have config entries, with their
-count and current path (migration 0028).
+count and current path (migration 0028); each row's document parts around its path, depth
+and config make row_to_json of its tenant_documents row (migration 0029).
 """
 
 from __future__ import annotations
@@ -40,6 +41,16 @@ SELECT count(*)
 FROM ((SELECT * FROM expected EXCEPT ALL SELECT * FROM stored)
       UNION ALL
       (SELECT * FROM stored EXCEPT ALL SELECT * FROM expected)) AS differences
+"""
+
+# Tenants whose stored document parts, around their path, depth and config, are not their
+# document (put together as stream_descendants_json does).
+DOCUMENT_PARTS_WRONG = """
+SELECT count(*)
+FROM tenants t
+JOIN tenant_documents d ON d.id = t.id
+WHERE t.document_head || t.ancestry_path || '","depth":' || t.depth::text || ',"config":'
+      || d.config::text || t.document_tail <> row_to_json(d)::text
 """
 
 
@@ -85,4 +96,7 @@ async def tree_problems(conn: asyncpg.Connection) -> list[str]:
         wrong = await conn.fetchval(CONFIG_HOLDERS_WRONG)
         if wrong:
             problems.append(f"{wrong} rows of tenant_config_holders differ from the entries")
+        stale = await conn.fetchval(DOCUMENT_PARTS_WRONG)
+        if stale:
+            problems.append(f"{stale} tenants' stored document parts differ from the document")
     return problems
