@@ -13,7 +13,8 @@
 --    byte row_to_json of the tenant's tenant_documents row (stream_descendants_json puts
 --    them together; tests/test_tenant_documents.py and tests/support/invariants.py
 --    compare them). Put together by concatenation as tenant_document_texts did
---    (migration 0027, replaced below): strings that may hold any character go through
+--    (migration 0027, which stays for the replicas of the release before during a
+--    rollout; nothing reads it any more): strings that may hold any character go through
 --    to_json (JSON escaping, as row_to_json does); uuids, the path (uuids and slashes),
 --    numbers, timestamps (svc_iso_time, UTC whatever the session's zone) and the
 --    columns held to fixed words or the slug's pattern by tenants' CHECK constraints need
@@ -54,13 +55,11 @@ CREATE TRIGGER tenants_render_document
     FOR EACH ROW EXECUTE FUNCTION render_tenant_document();
 
 -- 3. The rows there are now (the trigger writes the parts; the statement triggers of
---    tenants' updates see rows whose paths did not change). A rewrite of every row: at
---    1,000,000 tenants about a minute, and the table's old row versions until the next
---    vacuum.
+--    tenants' updates see rows whose paths did not change). A rewrite of every row, which
+--    holds their row locks until it commits (reads go on): at 1,000,000 tenants about 90
+--    seconds, and the table's old row versions until the next vacuum (docs/operations.md).
 UPDATE tenants SET document_head = NULL;
 
 ALTER TABLE tenants
     ALTER COLUMN document_head SET NOT NULL,
     ALTER COLUMN document_tail SET NOT NULL;
-
-DROP VIEW tenant_document_texts;
