@@ -90,16 +90,7 @@ def create_app(
 ) -> web.Application:
     if settings.database_url is None:
         raise ValueError("create_app needs settings.database_url (the CLI starts one if unset)")
-    app = web.Application(
-        client_max_size=settings.max_body_bytes,
-        # forget_reads_after_writes wraps idempotency: it runs after held commits.
-        middlewares=[
-            *tracing.middlewares(),  # none unless OTEL_* turned tracing on
-            request_context,
-            authenticate,
-            data_layers(consistency, forget_reads_after_writes, idempotency),
-        ],
-    )
+    app = web.Application(client_max_size=settings.max_body_bytes)
     queries = Queries.load()
     repos = Repositories.build(queries)
     database = Database(settings, queries)
@@ -146,7 +137,16 @@ def create_app(
     app[keys.OPENAPI] = DocumentCache()
     app[keys.STOPPING] = asyncio.Event()
     app.on_shutdown.append(_stopping)
-    app[keys.ENDPOINTS] = register(app, apis())
+    endpoints = app[keys.ENDPOINTS] = register(app, apis())
+    # forget_reads_after_writes wraps idempotency: it runs after held commits.
+    app.middlewares.extend(
+        [
+            *tracing.middlewares(),  # none unless OTEL_* turned tracing on
+            request_context(metrics, endpoints),
+            authenticate(authenticator, endpoints, settings.trusted_proxies),
+            data_layers(consistency, forget_reads_after_writes, idempotency),
+        ]
+    )
     app.cleanup_ctx.append(_database_lifecycle)
     app.cleanup_ctx.append(_auth_lifecycle)
     # After the database: the delivery worker stops (releasing its claims) before it closes.

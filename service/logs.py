@@ -166,6 +166,11 @@ def _no_line(fields: dict[str, Any]) -> None:
     return None
 
 
+def request_lines_wanted() -> bool:
+    """Whether log_request writes anything (so that its fields are only gathered then)."""
+    return _request_lines is not _no_line
+
+
 def get_logger(name: str) -> structlog.stdlib.BoundLogger:
     logger: structlog.stdlib.BoundLogger = structlog.get_logger(name)
     return logger

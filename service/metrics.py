@@ -19,7 +19,7 @@ import os
 import platform
 from collections.abc import Callable, Iterable, Mapping
 from importlib.metadata import PackageNotFoundError, version
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -37,6 +37,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
+from service.request_figures import Counted, RequestFigures
+
 NAMESPACE = "tenant_service"
 # Deliveries waiting and dead-lettered; successes are not counted (that count only grows).
 DELIVERY_STATUSES = ("pending", "failed")
@@ -49,7 +51,12 @@ WEBHOOK_OUTCOMES = ("success", "failure", "dead_letter")
 DISTRIBUTION = "tenant-hierarchy-service"
 # Request series remembered for reuse: routes and statuses are few; this caps free text.
 MAX_CACHED_SERIES = 4096
-_Series = tuple[Counter, Histogram, Counter | None]
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+# Where a (method, route, status) is counted, with its 429 counter: this process's
+# figures, or the Counter and Histogram children of the shared directory.
+_Local = tuple[Counted, Counter | None]
+_Shared = tuple[Counter, Histogram, Counter | None]
+S = TypeVar("S", _Local, _Shared)
 
 # `_created` timestamps double the output and no dashboard of ours reads them.
 disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -187,22 +194,36 @@ class Metrics:
         # In multiprocess mode values live in files; the registry is built per scrape.
         owned = None if self.multiprocess else CollectorRegistry()
         self._owned = owned
-        self._series: dict[tuple[str, str | None, int], _Series] = {}
-        self.requests = Counter(
-            "http_requests",
+        self._local: dict[tuple[str, str | None, int], _Local] = {}
+        self._shared: dict[tuple[str, str | None, int], _Shared] = {}
+        docs = (
             "HTTP requests by method, route template and status",
-            ["method", "route", "status"],
-            namespace=NAMESPACE,
-            registry=owned,
-        )
-        self.latency = Histogram(
-            "http_request_duration_seconds",
             "Time from receiving a request to its answer, by route template",
-            ["method", "route"],
-            namespace=NAMESPACE,
-            registry=owned,
-            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
         )
+        # One process answering its own scrapes keeps these as plain numbers
+        # (service/request_figures.py); workers share them through the directory.
+        self.figures: RequestFigures | None = None
+        if owned is not None:
+            self.figures = RequestFigures(
+                f"{NAMESPACE}_http_requests",
+                f"{NAMESPACE}_http_request_duration_seconds",
+                LATENCY_BUCKETS,
+                docs,
+            )
+            owned.register(self.figures)
+        self.requests: Counter | None = None
+        self.latency: Histogram | None = None
+        if owned is None:
+            self.requests = Counter(
+                "http_requests", docs[0], ["method", "route", "status"], namespace=NAMESPACE
+            )
+            self.latency = Histogram(
+                "http_request_duration_seconds",
+                docs[1],
+                ["method", "route"],
+                namespace=NAMESPACE,
+                buckets=LATENCY_BUCKETS,
+            )
         self.rate_limited = Counter(
             "rate_limit_refusals",
             "Requests refused with 429 by the rate limiter, by route template",
@@ -257,28 +278,54 @@ class Metrics:
             _register_runtime(owned, multiprocess=False)
 
     def observe(self, method: str, route: str | None, status: int, seconds: float) -> None:
-        # The labelled children are looked up once per (method, route, status): finding
-        # them through .labels() on every request was a measurable share of a cached read.
-        series = self._series.get((method, route, status))
-        if series is None:
-            series = self._series_for(method, route, status)
-        count, latency, limited = series
-        count.inc()
-        latency.observe(seconds)
+        # The series are looked up once per (method, route, status): finding them
+        # through .labels() on every request was a measurable share of a cached read.
+        figures = self.figures
+        if figures is not None:
+            local = self._local.get((method, route, status))
+            if local is None:
+                local = self._remember(self._local, method, route, status, self._local_for)
+            figures.observe(local[0], seconds)
+            limited = local[1]
+        else:
+            shared = self._shared.get((method, route, status))
+            if shared is None:
+                shared = self._remember(self._shared, method, route, status, self._shared_for)
+            shared[0].inc()
+            shared[1].observe(seconds)
+            limited = shared[2]
         if limited is not None:
             limited.inc()
 
-    def _series_for(self, method: str, route: str | None, status: int) -> _Series:
-        known = method if method in KNOWN_METHODS else "OTHER"
+    @staticmethod
+    def _remember(
+        known: dict[tuple[str, str | None, int], S],
+        method: str,
+        route: str | None,
+        status: int,
+        make: Callable[[str, str, int], S],
+    ) -> S:
         label = route or UNMATCHED_ROUTE  # raw paths would make a series per id
-        series = (
-            self.requests.labels(known, label, str(status)),
-            self.latency.labels(known, label),
-            self.rate_limited.labels(label) if status == 429 else None,
-        )
-        if len(self._series) < MAX_CACHED_SERIES:  # unknown methods are free text
-            self._series[(method, route, status)] = series
+        series = make(method if method in KNOWN_METHODS else "OTHER", label, status)
+        if len(known) < MAX_CACHED_SERIES:  # unknown methods are free text
+            known[(method, route, status)] = series
         return series
+
+    def _limited(self, route: str, status: int) -> Counter | None:
+        return self.rate_limited.labels(route) if status == 429 else None
+
+    def _local_for(self, method: str, route: str, status: int) -> _Local:
+        assert self.figures is not None
+        return self.figures.series(method, route, str(status)), self._limited(route, status)
+
+    def _shared_for(self, method: str, route: str, status: int) -> _Shared:
+        assert self.requests is not None
+        assert self.latency is not None
+        return (
+            self.requests.labels(method, route, str(status)),
+            self.latency.labels(method, route),
+            self._limited(route, status),
+        )
 
     def count_jwks_fetch(self, outcome: str) -> None:
         self.jwks_fetches.labels(outcome).inc()

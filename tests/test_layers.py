@@ -64,6 +64,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "service.crypto",
             "service.etags",
             "service.metrics",
+            "service.request_figures",
             "service.tracing",
         ),
     ),

@@ -14,6 +14,8 @@ COMPRESS_MIN_BYTES = 1024
 def accepts_gzip(header: str) -> bool:
     """Whether an Accept-Encoding value (RFC 9110 section 12.5.3) accepts gzip: listed,
     or covered by `*`, with a non-zero q."""
+    if not header:
+        return False
     weights: dict[str, float] = {}
     for part in header.split(","):
         name, _, params = part.strip().partition(";")
@@ -36,6 +38,9 @@ def accepts_gzip(header: str) -> bool:
 
 
 def _add_vary(response: web.StreamResponse, field: str) -> None:
+    if hdrs.VARY not in response.headers:
+        response.headers[hdrs.VARY] = field
+        return
     present = [v.strip().lower() for v in response.headers.get(hdrs.VARY, "").split(",")]
     if "*" in present or field.lower() in present:
         return
@@ -59,9 +64,10 @@ def compress_if_asked(request: web.Request, response: web.StreamResponse) -> Non
 def finish_headers(request: web.Request, response: web.StreamResponse, *, private: bool) -> None:
     """`private`: the route needs credentials, so its answers are never stored by caches
     (a handler's own Cache-Control, e.g. the console's, is kept)."""
-    response.headers[hdrs.SERVER] = SERVER
-    if private:
-        response.headers.setdefault(hdrs.CACHE_CONTROL, "no-store")
+    headers = response.headers
+    headers[hdrs.SERVER] = SERVER
+    if private and hdrs.CACHE_CONTROL not in headers:
+        headers[hdrs.CACHE_CONTROL] = "no-store"
     compress_if_asked(request, response)
 
 

@@ -16,7 +16,7 @@ import uuid
 from aiohttp import web
 
 from service.http.appkeys import DATABASE, ENDPOINTS, READ_CACHE, REPOSITORIES
-from service.http.middleware import PRINCIPAL
+from service.http.middleware import exchange_of
 from service.http.routing import Handler, endpoint_for
 from service.logs import get_logger
 
@@ -42,7 +42,7 @@ async def forget_reads_after_writes(request: web.Request, handler: Handler) -> w
     finally:
         # Only an authenticated caller can have changed anything: a flood of refused
         # writes must not cost a round trip each.
-        if request.get(PRINCIPAL) is not None:
+        if exchange_of(request).principal is not None:
             position = await hear_own_changes(request.app)
             if position is not None:
                 request[WRITE_POSITION] = position

@@ -17,7 +17,7 @@ from aiohttp import web
 from service.db.held import HeldTransaction, holding
 from service.errors import FieldError, ServiceError
 from service.http.appkeys import DATABASE, ENDPOINTS, use_cases
-from service.http.middleware import PRINCIPAL
+from service.http.middleware import exchange_of
 from service.http.routing import Handler, endpoint_for
 from service.usecases.common.idempotency import (
     Answer,
@@ -78,7 +78,7 @@ async def idempotency(request: web.Request, handler: Handler) -> web.StreamRespo
     if request.method != "POST" or HEADER not in request.headers:
         return await handler(request)
     endpoint = endpoint_for(request, request.app[ENDPOINTS])
-    principal = request.get(PRINCIPAL)
+    principal = exchange_of(request).principal
     if endpoint is None or principal is None:
         return await handler(request)  # public or unknown routes: nothing to protect
     key = _key_of(request)

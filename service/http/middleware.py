@@ -1,31 +1,52 @@
-"""The two middlewares: request context (id, errors, access log) and authentication."""
+"""The two middlewares: request context (id, errors, access log) and authentication.
+
+Both are built by create_app around the objects they use (the metrics, the endpoint
+table, the authenticator), and what they learn of a request lives in one `Exchange`
+under one request key: every access to a request's own mapping is a Python call, and a
+cached read made about a dozen of them."""
 
 from __future__ import annotations
 
 import os
 import re
 import time
+from collections.abc import Sequence
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
+from service.auth.authenticator import Authenticator
 from service.auth.authorization import authorize
 from service.auth.principal import Actor, Principal
 from service.db.errors import service_unavailable, translate_db_error
 from service.errors import RetryTransaction, ServiceError
-from service.http.appkeys import AUTHENTICATOR, ENDPOINTS, METRICS, SETTINGS
 from service.http.clients import client_address
 from service.http.conventions import finish_headers
 from service.http.responses import error_response
-from service.http.routing import Handler, endpoint_for
-from service.logs import get_logger, log_request
+from service.http.routing import Endpoint, Handler, endpoint_for
+from service.logs import get_logger, log_request, request_lines_wanted
+from service.metrics import Metrics
 from service.ratelimit.buckets import Decision
+from service.settings import IPNetwork
 
 log = get_logger("service.http")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-REQUEST_ID = web.RequestKey("request_id", str)
-PRINCIPAL = web.RequestKey("principal", Principal)
-RATE_LIMIT = web.RequestKey("rate_limit", Decision)
-CLIENT_ADDRESS = web.RequestKey("client_address", str)
+
+
+class Exchange:
+    """One request as the middlewares see it: its id, and once authenticated its caller,
+    its address for limits and audit entries, and where its rate-limit bucket stands."""
+
+    __slots__ = ("client_address", "principal", "rate_limit", "request_id")
+
+    def __init__(self, request_id: str) -> None:
+        self.request_id = request_id
+        self.principal: Principal | None = None
+        self.client_address: str | None = None
+        self.rate_limit: Decision | None = None
+
+
+EXCHANGE = web.RequestKey("exchange", Exchange)
 ROUTE_CODES = {
     400: "VALIDATION_ERROR",
     404: "NOT_FOUND",
@@ -35,17 +56,26 @@ ROUTE_CODES = {
 }
 
 
+def exchange_of(request: web.Request) -> Exchange:
+    return request[EXCHANGE]
+
+
 def principal_of(request: web.Request) -> Principal:
-    return request[PRINCIPAL]
+    """The authenticated caller (handlers of credentialed routes only)."""
+    principal = request[EXCHANGE].principal
+    if principal is None:
+        raise LookupError("no authenticated caller: a public route asked for one")
+    return principal
 
 
 def actor_of(request: web.Request) -> Actor:
+    exchange = request[EXCHANGE]
     principal = principal_of(request)
     return Actor(
         actor_id=principal.actor_id,
         actor_type=principal.actor_type,
-        request_id=request[REQUEST_ID],
-        ip_address=request.get(CLIENT_ADDRESS, request.remote),
+        request_id=exchange.request_id,
+        ip_address=exchange.client_address or request.remote,
     )
 
 
@@ -76,8 +106,9 @@ def _client_gone(request: web.Request) -> bool:
 def answer_headers(request: web.Request) -> dict[str, str]:
     """The headers every answer carries: the request id and, for a limited request,
     where its bucket stands."""
-    headers = {"X-Request-ID": request[REQUEST_ID]}
-    decision = request.get(RATE_LIMIT)
+    exchange = request[EXCHANGE]
+    headers = {"X-Request-ID": exchange.request_id}
+    decision = exchange.rate_limit
     if decision is not None:
         headers.update(decision.headers())
     return headers
@@ -98,81 +129,97 @@ def _answer_for(exc: Exception, request: web.Request, request_id: str) -> web.Re
     return error_response(translated, request_id)
 
 
-@web.middleware
-async def request_context(request: web.Request, handler: Handler) -> web.StreamResponse:
-    started = time.perf_counter()
-    incoming = request.headers.get("X-Request-ID", "")
-    request_id = incoming if _REQUEST_ID.match(incoming) else os.urandom(16).hex()
-    request[REQUEST_ID] = request_id
-    response: web.StreamResponse
-    try:
-        response = await handler(request)
-    except ServiceError as err:
-        response = error_response(err, request_id)
-    except web.HTTPException as exc:
-        if exc.status < 400:
-            response = exc
+def request_context(metrics: Metrics, endpoints: dict[tuple[str, str], Endpoint]) -> Middleware:
+    """Request id, errors as JSON bodies, the common headers, metrics and the access log."""
+
+    @web.middleware
+    async def context(request: web.Request, handler: Handler) -> web.StreamResponse:
+        started = time.perf_counter()
+        incoming = request.headers.get("X-Request-ID", "")
+        request_id = incoming if _REQUEST_ID.match(incoming) else os.urandom(16).hex()
+        exchange = request[EXCHANGE] = Exchange(request_id)
+        response: web.StreamResponse
+        try:
+            response = await handler(request)
+        except ServiceError as err:
+            response = error_response(err, request_id)
+        except web.HTTPException as exc:
+            if exc.status < 400:
+                response = exc
+            else:
+                response = error_response(_http_error(exc, request), request_id)
+        except RetryTransaction:
+            response = error_response(service_unavailable(), request_id)
+        except Exception as exc:
+            if isinstance(exc, ConnectionResetError) and _client_gone(request):
+                # The client left, or a read deadline (service/http/deadlines.py) closed
+                # the connection mid-body: nobody reads this answer, the log line and
+                # metrics do.
+                response = web.Response(status=408)
+            else:
+                # Any other reset is the database's (a server dying mid-connect): a 503.
+                response = _answer_for(exc, request, request_id)
+        if not response.prepared:  # a streamed answer set them before its first byte
+            response.headers.update(answer_headers(request))
+        principal = exchange.principal
+        if principal is not None:
+            private = True
         else:
-            response = error_response(_http_error(exc, request), request_id)
-    except RetryTransaction:
-        response = error_response(service_unavailable(), request_id)
-    except Exception as exc:
-        if isinstance(exc, ConnectionResetError) and _client_gone(request):
-            # The client left, or a read deadline (service/http/deadlines.py) closed the
-            # connection mid-body: nobody reads this answer, the log line and metrics do.
-            response = web.Response(status=408)
-        else:
-            # Any other reset is the database's (a server dying mid-connect): a 503.
-            response = _answer_for(exc, request, request_id)
-    if not response.prepared:  # a streamed answer set them before its first byte
-        response.headers.update(answer_headers(request))
-    principal = request.get(PRINCIPAL)
-    endpoint = endpoint_for(request, request.app[ENDPOINTS])
-    finish_headers(
-        request,
-        response,
-        private=principal is not None or (endpoint is not None and not endpoint.public),
-    )
-    resource = request.match_info.route.resource
-    route = resource.canonical if resource is not None else None
-    elapsed = time.perf_counter() - started
-    request.app[METRICS].observe(request.method, route, response.status, elapsed)
-    log_request(
-        {
-            "request_id": request_id,
-            "method": request.method,
-            # The template, never the raw path: ids stay out of logs and metric labels alike.
-            "route": route,
-            "status": response.status,
-            "duration_ms": round(elapsed * 1000, 2),
-            "actor_id": principal.actor_id if principal else None,
-        }
-    )
-    return response
+            endpoint = endpoint_for(request, endpoints)
+            private = endpoint is not None and not endpoint.public
+        finish_headers(request, response, private=private)
+        resource = request.match_info.route.resource
+        route = resource.canonical if resource is not None else None
+        elapsed = time.perf_counter() - started
+        metrics.observe(request.method, route, response.status, elapsed)
+        if request_lines_wanted():
+            log_request(
+                {
+                    "request_id": request_id,
+                    "method": request.method,
+                    # The template, never the raw path: ids stay out of logs and metric
+                    # labels alike.
+                    "route": route,
+                    "status": response.status,
+                    "duration_ms": round(elapsed * 1000, 2),
+                    "actor_id": principal.actor_id if principal else None,
+                }
+            )
+        return response
+
+    return context
 
 
-@web.middleware
-async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if request.match_info.http_exception is not None:
-        return await handler(request)  # unknown route or method: 404/405 as they are
-    endpoint = endpoint_for(request, request.app[ENDPOINTS])
-    if endpoint is None or endpoint.public:
+def authenticate(
+    authenticator: Authenticator,
+    endpoints: dict[tuple[str, str], Endpoint],
+    trusted_proxies: Sequence[IPNetwork],
+) -> Middleware:
+    """The caller of every credentialed route: API key or bearer token, its rate limit
+    and its scopes."""
+
+    @web.middleware
+    async def authenticated(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.match_info.http_exception is not None:
+            return await handler(request)  # unknown route or method: 404/405 as they are
+        endpoint = endpoint_for(request, endpoints)
+        if endpoint is None or endpoint.public:
+            return await handler(request)
+        exchange = request[EXCHANGE]
+        headers = request.headers
+        address = client_address(
+            request.remote, headers.getall("X-Forwarded-For", ()), trusted_proxies
+        )
+        exchange.client_address = address
+        admission = await authenticator.admit(
+            headers.get("X-API-Key"), headers.get("Authorization"), address
+        )
+        exchange.rate_limit = admission.decision
+        if admission.error is not None:
+            raise admission.error
+        assert admission.principal is not None
+        exchange.principal = admission.principal
+        authorize(admission.principal, request.method, endpoint.admin)
         return await handler(request)
-    address = client_address(
-        request.remote,
-        request.headers.getall("X-Forwarded-For", ()),
-        request.app[SETTINGS].trusted_proxies,
-    )
-    if address is not None:
-        request[CLIENT_ADDRESS] = address
-    admission = await request.app[AUTHENTICATOR].admit(
-        request.headers.get("X-API-Key"), request.headers.get("Authorization"), address
-    )
-    if admission.decision is not None:
-        request[RATE_LIMIT] = admission.decision
-    if admission.error is not None:
-        raise admission.error
-    assert admission.principal is not None
-    request[PRINCIPAL] = admission.principal
-    authorize(admission.principal, request.method, endpoint.admin)
-    return await handler(request)
+
+    return authenticated

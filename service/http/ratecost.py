@@ -16,7 +16,7 @@ from aiohttp import web
 from service.auth.authenticator import bucket_of, rate_limited
 from service.errors import validation_error
 from service.http.appkeys import RATE_LIMITER
-from service.http.middleware import RATE_LIMIT, principal_of
+from service.http.middleware import exchange_of, principal_of
 
 
 async def charge_items(request: web.Request, count: int, field: str) -> None:
@@ -40,6 +40,6 @@ async def charge_items(request: web.Request, count: int, field: str) -> None:
         # Retry-After: until the whole batch fits, not merely one more request.
         wait = math.ceil((extra - decision.remaining) / limit.rate - 1e-9)
         decision = msgspec.structs.replace(decision, retry_after=max(1, wait))
-    request[RATE_LIMIT] = decision
+    exchange_of(request).rate_limit = decision
     if not decision.allowed:
         raise rate_limited(decision)

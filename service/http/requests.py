@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import uuid
@@ -202,9 +203,19 @@ def _is_iso_datetime(text: str) -> bool:
 def path_uuid(request: web.Request, name: str = "id") -> uuid.UUID:
     raw = request.match_info[name]
     try:
+        return _uuid_of(raw)
+    except ValueError as exc:
+        raise validation_failed(FieldError(name, str(exc))) from None
+
+
+# The same few thousand tenants are read again and again: a parsed id is a dictionary
+# lookup away (an exception, the refusal, is never cached).
+@functools.lru_cache(maxsize=4096)
+def _uuid_of(raw: str) -> uuid.UUID:
+    try:
         value = uuid.UUID(raw)
     except ValueError:
-        raise validation_failed(FieldError(name, "must be a UUID")) from None
+        raise ValueError("must be a UUID") from None
     if len(raw) != 36:
-        raise validation_failed(FieldError(name, "must be a UUID in 8-4-4-4-12 form"))
+        raise ValueError("must be a UUID in 8-4-4-4-12 form")
     return value
