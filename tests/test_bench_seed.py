@@ -8,6 +8,15 @@ from __future__ import annotations
 import asyncpg
 
 from bench.seed import seed_database
+from bench.results import DepthPick
+from bench.sqlcompare import (
+    build_ltree,
+    context_answer,
+    drop_ltree,
+    time_operation,
+)
+from bench.sqlfiles import bench_queries
+from service.db.queries import Queries
 from bench.shapes import SeedPlan, build_forest
 from tests.support.invariants import tree_problems
 
@@ -62,3 +71,27 @@ def test_the_same_seed_gives_the_same_forest() -> None:
     assert first.parents == second.parents
     assert first.config == second.config
     assert build_forest(SeedPlan.for_total(2_000, seed=7)).ids != first.ids
+
+
+async def test_the_sql_comparison_contexts_are_the_services_own(fresh_db_url) -> None:
+    """The recursive CTE and ltree copies of the context query answer what the service's
+    own query answers for a tenant with config and permissions at every level (a column
+    added to one and not the others shows here, not as a quiet "NO" in a bench table)."""
+    report = await seed_database(fresh_db_url, SeedPlan.for_total(3_000))
+    conn = await asyncpg.connect(fresh_db_url)
+    q = bench_queries()
+    ltree = await build_ltree(conn, q)
+    try:
+        statements = {
+            "closure": Queries.load()["resolve_tenant_context"],
+            "cte": q["cte_resolve_tenant_context"],
+        }
+        if ltree.available:
+            statements["ltree"] = q["ltree_resolve_tenant_context"]
+        pick = DepthPick(target=10, id=report.landmarks["context_d10"], depth=10)
+        figures, answer = await time_operation(conn, statements, pick, context_answer, 1)
+    finally:
+        await drop_ltree(conn, q, ltree)
+        await conn.close()
+    assert figures.disagreeing == []
+    assert len(answer[0]["config"]) == 10 + 11 * 10  # shared keys and each level's own

@@ -90,7 +90,7 @@ chain AS (
 config_winners AS (
     SELECT DISTINCT ON (ce.key)
            ce.key, ce.value, ce.encrypted_value, ce.sensitive, ce.locked,
-           ce.tenant_id AS source_tenant_id
+           ce.reveal_to_descendants, ce.tenant_id AS source_tenant_id
     FROM chain ch
     JOIN config_entries ce ON ce.tenant_id = ch.tenant_id
     ORDER BY ce.key,
@@ -195,10 +195,11 @@ chain AS (
 config_winners AS (
     SELECT DISTINCT ON (ce.key)
            ce.key, ce.value, ce.encrypted_value, ce.sensitive, ce.locked,
-           ce.tenant_id AS source_tenant_id
+           ce.reveal_to_descendants, ce.tenant_id AS source_tenant_id
     FROM chain ch
     CROSS JOIN LATERAL (
-        SELECT e.key, e.value, e.encrypted_value, e.sensitive, e.locked, e.tenant_id
+        SELECT e.key, e.value, e.encrypted_value, e.sensitive, e.locked, e.reveal_to_descendants,
+               e.tenant_id
         FROM config_entries e
         WHERE e.tenant_id = ch.tenant_id
         OFFSET 0
