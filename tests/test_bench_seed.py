@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import asyncpg
 
-from bench.seed import seed_database
 from bench.results import DepthPick
+from bench.seed import seed_database
+from bench.shapes import SeedPlan, build_forest
 from bench.sqlcompare import (
     build_ltree,
     context_answer,
@@ -17,7 +18,6 @@ from bench.sqlcompare import (
 )
 from bench.sqlfiles import bench_queries
 from service.db.queries import Queries
-from bench.shapes import SeedPlan, build_forest
 from tests.support.invariants import tree_problems
 
 SCHEMA = """
