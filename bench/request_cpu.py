@@ -2,8 +2,8 @@
 
 Raw HTTP requests are fed to the real connection protocol (service/http/deadlines.py's
 TimedRequestHandler) of an app built by create_app, and the answers' bytes are counted
-and dropped: no socket, no kernel and no load generator share the measurement, so two
-runs of the same code agree to about 1 %. It is the tool for one change's before/after
+and dropped: no socket, no kernel and no load generator share the measurement, so the rounds
+of one run agree to about 1 % and separate runs of the same code to about 5 %. It is the tool for one change's before/after
 on the per-request path; the throughput figures of `bench run` stay the judge (they add
 the socket writes, about 6 microseconds of B_http's and 12 of a 20 kB context's).
 
@@ -44,12 +44,15 @@ WRITE_KEY = "bench.request_cpu"
 
 
 class _Sink(asyncio.Transport):
-    """A connection's transport that keeps nothing: each write ends the request."""
+    """A connection's transport that keeps nothing: each write ends the request (every
+    answer measured here leaves in one write). An answer other than 2xx is remembered:
+    figures of refused requests would measure the wrong path."""
 
     def __init__(self) -> None:
         super().__init__()
         self.answered: asyncio.Future[None] | None = None
         self.sent = 0
+        self.refused: bytes | None = None
         self._closing = False
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
@@ -64,12 +67,16 @@ class _Sink(asyncio.Transport):
         self._closing = True
 
     def write(self, data: Any) -> None:
-        self.sent += len(data)
-        if self.answered is not None and not self.answered.done():
-            self.answered.set_result(None)
+        self.writelines([data])
 
     def writelines(self, list_of_data: Any) -> None:
-        self.write(b"".join(list_of_data))
+        chunks = list(list_of_data)
+        self.sent += sum(len(chunk) for chunk in chunks)
+        head = bytes(chunks[0][:12]) if chunks else b""
+        if not head.startswith(b"HTTP/1.1 2") and self.refused is None:
+            self.refused = head
+        if self.answered is not None and not self.answered.done():
+            self.answered.set_result(None)
 
     def pause_reading(self) -> None:
         pass
@@ -119,6 +126,8 @@ async def measure(
             figures.append((time.process_time() - started) / count * 1e6)
         sink.close()
         protocol.connection_lost(None)
+        if sink.refused is not None:
+            raise RuntimeError(f"an answer was not 2xx: {sink.refused.decode(errors='replace')}")
         return statistics.median(figures), min(figures)
     finally:
         await runner.cleanup()
