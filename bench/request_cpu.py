@@ -2,10 +2,11 @@
 
 Raw HTTP requests are fed to the real connection protocol (service/http/deadlines.py's
 TimedRequestHandler) of an app built by create_app, and the answers' bytes are counted
-and dropped: no socket, no kernel and no load generator share the measurement, so the rounds
-of one run agree to about 1 % and separate runs of the same code to about 5 %. It is the tool for one change's before/after
-on the per-request path; the throughput figures of `bench run` stay the judge (they add
-the socket writes, about 6 microseconds of B_http's and 12 of a 20 kB context's).
+and dropped: no socket, no kernel and no load generator share the measurement, so the
+rounds of one run agree to about 1 % and separate runs of the same code to about 5 %.
+It is the tool for one change's before/after on the per-request path; the throughput
+figures of `bench run` stay the judge (they add the socket writes, about 6 microseconds
+of B_http's and 12 of a 20 kB context's).
 
 B_http's app (bench/baselines.py) is measured the same way, so each figure is also given
 as B_http's CPU over the endpoint's: the in-process counterpart of "x B_http".
