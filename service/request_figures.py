@@ -53,10 +53,14 @@ class RequestFigures(Collector):
         self.latencies: dict[tuple[str, str], Latency] = {}
 
     def series(self, method: str, route: str, status: str) -> Counted:
-        latency = self.latencies.get((method, route))
-        if latency is None:
-            latency = self.latencies[(method, route)] = Latency(len(self.bounds))
-        counted = self.counted[(method, route, status)] = Counted(latency)
+        """The series of (method, route, status), made on first use: asked for again
+        (its caller may not keep it), it keeps counting where it was."""
+        counted = self.counted.get((method, route, status))
+        if counted is None:
+            latency = self.latencies.get((method, route))
+            if latency is None:
+                latency = self.latencies[(method, route)] = Latency(len(self.bounds))
+            counted = self.counted[(method, route, status)] = Counted(latency)
         return counted
 
     def observe(self, counted: Counted, seconds: float) -> None:

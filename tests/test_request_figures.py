@@ -50,3 +50,13 @@ def test_plain_figures_expose_what_prometheus_client_exposes() -> None:
     expected = sorted(generate_latest(theirs).decode().splitlines())
     assert sorted(generate_latest(ours).decode().splitlines()) == expected
     assert 'le="0.001"' in "\n".join(expected)  # the comparison did see buckets
+
+
+def test_a_series_asked_for_again_keeps_its_count() -> None:
+    """Metrics stops remembering series past MAX_CACHED_SERIES and asks again per
+    request; the count must go on, as prometheus_client's .labels() children do."""
+    figures = RequestFigures("requests", "latency", LATENCY_BUCKETS, DOCS)
+    for _ in range(3):
+        figures.observe(figures.series("OTHER", "unmatched", "404"), 0.01)
+    assert figures.series("OTHER", "unmatched", "404").count == 3
+    assert figures.latencies[("OTHER", "unmatched")].buckets[3] == 3
