@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help install run test lint typecheck unit migrate bench bench-full bench-tools clean
+.PHONY: help install run test lint typecheck unit migrate schema bench bench-full bench-tools clean
 
 help: ## list the targets
 	@echo "Targets (PORT=9000 make run serves on another port):"
@@ -34,6 +34,9 @@ run: install ## serve on :8080 (PORT=...), embedded PostgreSQL unless DATABASE_U
 
 migrate: install ## apply the SQL migrations and exit
 	$(BIN)/tenant-service migrate
+
+schema: install ## regenerate sql/schema.sql from freshly migrated database (embedded PostgreSQL unless DATABASE_URL)
+	$(BIN)/python -m tests.support.schema_dump
 
 lint: install ## ruff check and ruff format --check
 	$(BIN)/ruff check .
