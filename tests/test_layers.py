@@ -1,74 +1,38 @@
 """Imports only go down: every module of service/ belongs to one layer of LAYERS (top
 first) and may import from its own layer and the layers below, never from one above; a
-handler never imports another handler. docs/architecture.md shows the same table."""
+handler never imports another handler. The table is docs/architecture.md's ("Layout"),
+read from the file: there is no other copy."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 SERVICE = Path(__file__).resolve().parent.parent / "service"
+ARCHITECTURE = SERVICE.parent / "docs" / "architecture.md"
 
-# (layer, module prefixes), top to bottom. A prefix names a module or a whole package.
-LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    (
-        "entry points",
-        (
-            "service.__main__",
-            "service.app",
-            "service.cli",
-            "service.cli_admin",
-            "service.server",
-            "service.workers",
-            "service.bootstrap",
-            "service.embedded",
-            "service.delivery",
-            "service.metrics_listener",
-        ),
-    ),
-    ("handlers", ("service.handlers",)),
-    ("http", ("service.http", "service.console")),
-    ("use case registry", ("service.usecases.registry",)),
-    (
-        "use cases",
-        (
-            "service.usecases.tenants",
-            "service.usecases.entries",
-            "service.usecases.keys",
-            "service.usecases.webhooks",
-            "service.usecases.compliance",
-        ),
-    ),
-    ("use case plumbing", ("service.usecases.common", "service.usecases")),
-    (
-        "shapes",
-        ("service.schemas", "service.views"),
-    ),
-    ("auth and transport", ("service.auth", "service.ratelimit", "service.webhooks")),
-    ("caches", ("service.caches",)),
-    ("repositories", ("service.repositories",)),
-    ("db", ("service.db",)),
-    (
-        "base",
-        (
-            "service.settings",
-            "service.secret_strength",
-            "service.identity_settings",
-            "service.database_settings",
-            "service.errors",
-            "service.ids",
-            "service.logs",
-            "service.log_lines",
-            "service.timefmt",
-            "service.durations",
-            "service.crypto",
-            "service.etags",
-            "service.metrics",
-            "service.request_figures",
-            "service.tracing",
-        ),
-    ),
-]
+
+def read_layers(text: str) -> list[tuple[str, tuple[str, ...]]]:
+    """(layer, module prefixes), top first, from the "layer (top first)" table: each
+    backticked path of the modules column, relative to service/, names a module (`x.py`)
+    or a whole package (`x/`)."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| layer (top first) |"))
+    layers: list[tuple[str, tuple[str, ...]]] = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        prefixes = []
+        for path in re.findall(r"`([^`]+)`", cells[1]):
+            path = path.removesuffix("/").removesuffix(".py").removesuffix("/__init__")
+            prefixes.append("service." + path.replace("/", "."))
+        layers.append((cells[0], tuple(prefixes)))
+    return layers
+
+
+LAYERS = read_layers(ARCHITECTURE.read_text(encoding="utf-8"))
 
 
 def layer_of(module: str) -> int:
@@ -160,3 +124,11 @@ def test_the_check_catches_an_upward_import() -> None:
     [target] = imported(tree)
     assert layer_of(target) < layer_of("service.auth.authenticator")
     assert layer_of("service.handlers.tenants") < layer_of("service.http.requests")
+
+
+def test_the_table_is_read_from_the_docs() -> None:
+    names = [name for name, _ in LAYERS]
+    assert names[0] == "entry points"
+    assert names[-1] == "base"
+    assert "service.usecases.registry" in dict(LAYERS)["use case registry"]
+    assert "service.usecases" in dict(LAYERS)["use case plumbing"]
