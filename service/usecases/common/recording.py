@@ -23,7 +23,7 @@ class Event:
     data: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AuditRecord:
     action: str
     resource_type: str

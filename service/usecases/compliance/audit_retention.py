@@ -67,7 +67,15 @@ async def purge_audit_batch(
         [first] = await repos.audit_chain.list_links(conn, from_seq=start, to_seq=start, limit=1)
         changes["chain_start"] = {"seq": start, "prev_hash": first.prev_hash.hex()}
     await deps.recorder.record(
-        conn, actor, AuditRecord("audit.purged", "audit_log", None, None, changes)
+        conn,
+        actor,
+        AuditRecord(
+            action="audit.purged",
+            resource_type="audit_log",
+            resource_id=None,
+            tenant_id=None,
+            changes=changes,
+        ),
     )
     last = max((g.at, g.id) for g in gone)
     return Batch(len(gone), Position(last[0], last[1]))

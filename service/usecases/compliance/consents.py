@@ -68,11 +68,11 @@ class Consents:
                 conn,
                 actor,
                 AuditRecord(
-                    "consent.granted",
-                    "consent",
-                    consent_id,
-                    tenant_id,
-                    {"before": None, "after": document(ConsentView.of(created))},
+                    action="consent.granted",
+                    resource_type="consent",
+                    resource_id=consent_id,
+                    tenant_id=tenant_id,
+                    changes={"before": None, "after": document(ConsentView.of(created))},
                 ),
             )
             return created, True
@@ -92,11 +92,11 @@ class Consents:
                 conn,
                 actor,
                 AuditRecord(
-                    "consent.revoked",
-                    "consent",
-                    active.id,
-                    tenant_id,
-                    {
+                    action="consent.revoked",
+                    resource_type="consent",
+                    resource_id=active.id,
+                    tenant_id=tenant_id,
+                    changes={
                         "before": {"status": "granted"},
                         "after": {"status": "revoked", "revoked_by": actor.actor_id},
                     },

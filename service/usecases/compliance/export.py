@@ -109,11 +109,11 @@ class TenantExport:
                 conn,
                 actor,
                 AuditRecord(
-                    "tenant.exported",
-                    "tenant",
-                    tenant_id,
-                    tenant_id,
-                    {"include_secrets": include_secrets},
+                    action="tenant.exported",
+                    resource_type="tenant",
+                    resource_id=tenant_id,
+                    tenant_id=tenant_id,
+                    changes={"include_secrets": include_secrets},
                 ),
             )
             return view

@@ -93,11 +93,11 @@ class EncryptionKeyRotation:
                 conn,
                 actor,
                 AuditRecord(
-                    "maintenance.encryption_key_rotated",
-                    "encryption_key",
-                    None,
-                    None,
-                    {
+                    action="maintenance.encryption_key_rotated",
+                    resource_type="encryption_key",
+                    resource_id=None,
+                    tenant_id=None,
+                    changes={
                         "config_entries_rotated": result.config_entries_rotated,
                         "webhooks_rotated": result.webhooks_rotated,
                         "idempotent_answers_rotated": answers,

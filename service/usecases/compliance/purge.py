@@ -63,12 +63,12 @@ class TenantPurge:
                 conn,
                 actor,
                 AuditRecord(
-                    "tenant.purged",
-                    "tenant",
-                    tenant_id,
-                    tenant_id,
+                    action="tenant.purged",
+                    resource_type="tenant",
+                    resource_id=tenant_id,
+                    tenant_id=tenant_id,
                     # Only counts: the purged tenant's data must not survive in the log.
-                    {"redacted": True, "cascade": body.cascade, "counts": purged.counts},
+                    changes={"redacted": True, "cascade": body.cascade, "counts": purged.counts},
                 ),
             )
             return PurgeResult(tenant_id, purged)

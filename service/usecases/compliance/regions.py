@@ -67,11 +67,11 @@ class RegionMigrations:
                 conn,
                 actor,
                 AuditRecord(
-                    "tenant.region_migrated",
-                    "tenant",
-                    tenant_id,
-                    tenant_id,
-                    {
+                    action="tenant.region_migrated",
+                    resource_type="tenant",
+                    resource_id=tenant_id,
+                    tenant_id=tenant_id,
+                    changes={
                         "before": {"region": node.region},
                         "after": {"region": body.region},
                         "include_descendants": body.include_descendants,

@@ -204,11 +204,11 @@ class Retention:
             actor,
             [
                 AuditRecord(
-                    "tenant.purged",
-                    "tenant",
-                    tenant_id,
-                    tenant_id,
-                    {"redacted": True, "reason": "retention", "cascade": False},
+                    action="tenant.purged",
+                    resource_type="tenant",
+                    resource_id=tenant_id,
+                    tenant_id=tenant_id,
+                    changes={"redacted": True, "reason": "retention", "cascade": False},
                 )
                 for tenant_id in ids
             ],
@@ -234,7 +234,13 @@ class Retention:
             await self.deps.recorder.record(
                 conn,
                 actor,
-                AuditRecord("maintenance.purge_expired", "maintenance", None, None, changes),
+                AuditRecord(
+                    action="maintenance.purge_expired",
+                    resource_type="maintenance",
+                    resource_id=None,
+                    tenant_id=None,
+                    changes=changes,
+                ),
             )
 
         await self.deps.db.transaction(work)

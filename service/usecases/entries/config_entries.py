@@ -163,11 +163,11 @@ class ConfigEntries:
                 conn,
                 actor,
                 AuditRecord(
-                    "config.updated",
-                    "config_entry",
-                    key,
-                    tenant_id,
-                    {"before": _audit_view(before), "after": _audit_view(after)},
+                    action="config.updated",
+                    resource_type="config_entry",
+                    resource_id=key,
+                    tenant_id=tenant_id,
+                    changes={"before": _audit_view(before), "after": _audit_view(after)},
                 ),
                 [updated_event(after)],
             )

@@ -96,11 +96,11 @@ class PermissionPolicies:
                 conn,
                 actor,
                 AuditRecord(
-                    f"permission.{kind}",
-                    "permission_policy",
-                    key,
-                    tenant_id,
-                    {"before": _audit_view(before), "after": _audit_view(after)},
+                    action=f"permission.{kind}",
+                    resource_type="permission_policy",
+                    resource_id=key,
+                    tenant_id=tenant_id,
+                    changes={"before": _audit_view(before), "after": _audit_view(after)},
                 ),
                 [_event(kind, after)],
             )

@@ -105,11 +105,11 @@ class EntryWrites(Generic[E]):
                 conn,
                 actor,
                 AuditRecord(
-                    action,
-                    store.resource,
-                    key,
-                    tenant_id,
-                    {"before": store.audit_view(before), "after": None},
+                    action=action,
+                    resource_type=store.resource,
+                    resource_id=key,
+                    tenant_id=tenant_id,
+                    changes={"before": store.audit_view(before), "after": None},
                 ),
                 [Event(action, tenant_id, {"tenant_id": str(tenant_id), "key": key})],
             )

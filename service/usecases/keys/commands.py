@@ -300,7 +300,13 @@ class ApiKeyCommands:
         await self.deps.recorder.record(
             conn,
             actor,
-            AuditRecord(action, "api_key", stored.key.id, stored.key.tenant_id, changes),
+            AuditRecord(
+                action=action,
+                resource_type="api_key",
+                resource_id=stored.key.id,
+                tenant_id=stored.key.tenant_id,
+                changes=changes,
+            ),
         )
 
 

@@ -65,11 +65,11 @@ async def issue_api_key(
         conn,
         actor,
         AuditRecord(
-            "api_key.created",
-            "api_key",
-            stored.id,
-            tenant_id,
-            {"before": None, "after": key_audit_view(stored)},
+            action="api_key.created",
+            resource_type="api_key",
+            resource_id=stored.id,
+            tenant_id=tenant_id,
+            changes={"before": None, "after": key_audit_view(stored)},
         ),
     )
     return IssuedKey(stored, new.plaintext)

@@ -177,5 +177,13 @@ class RoleManagement:
         self, conn: asyncpg.Connection, actor: Actor, action: str, role: Role, changes: Any
     ) -> None:
         await self.deps.recorder.record(
-            conn, actor, AuditRecord(action, "role", role.id, role.tenant_id, changes)
+            conn,
+            actor,
+            AuditRecord(
+                action=action,
+                resource_type="role",
+                resource_id=role.id,
+                tenant_id=role.tenant_id,
+                changes=changes,
+            ),
         )

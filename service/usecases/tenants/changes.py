@@ -87,11 +87,11 @@ class TenantChanges:
                 conn,
                 actor,
                 AuditRecord(
-                    "tenant.updated",
-                    "tenant",
-                    tenant_id,
-                    tenant_id,
-                    {
+                    action="tenant.updated",
+                    resource_type="tenant",
+                    resource_id=tenant_id,
+                    tenant_id=tenant_id,
+                    changes={
                         "before": {f: old_json[f] for f in changed},
                         "after": {f: new_json[f] for f in changed},
                     },
@@ -222,8 +222,8 @@ class TenantChanges:
             conn,
             actor,
             AuditRecord(
-                action, "tenant", tenant.id, tenant.id,
-                {"before": {"status": before}, "after": {"status": tenant.status}},
+                action=action, resource_type="tenant", resource_id=tenant.id, tenant_id=tenant.id,
+                changes={"before": {"status": before}, "after": {"status": tenant.status}},
             ),
             [Event(action, tenant.id, {**data, **extra})],
         )  # fmt: skip

@@ -124,11 +124,11 @@ class TenantCreation:
                 actor,
                 [
                     AuditRecord(
-                        "tenant.created",
-                        "tenant",
-                        t.id,
-                        t.id,
-                        {"before": None, "after": document(TenantView.of(created[t.id]))},
+                        action="tenant.created",
+                        resource_type="tenant",
+                        resource_id=t.id,
+                        tenant_id=t.id,
+                        changes={"before": None, "after": document(TenantView.of(created[t.id]))},
                     )
                     for t in new
                 ],

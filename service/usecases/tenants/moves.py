@@ -162,11 +162,11 @@ class TenantMoves:
             conn,
             actor,
             AuditRecord(
-                "tenant.moved",
-                "tenant",
-                node.id,
-                node.id,
-                {
+                action="tenant.moved",
+                resource_type="tenant",
+                resource_id=node.id,
+                tenant_id=node.id,
+                changes={
                     "before": {"parent_id": old_parent, "ancestry_path": node.ancestry_path},
                     "after": {"parent_id": new_parent, "ancestry_path": new_path},
                 },

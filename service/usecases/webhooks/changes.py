@@ -98,11 +98,11 @@ class WebhookChanges:
                 conn,
                 actor,
                 AuditRecord(
-                    "webhook.created",
-                    "webhook",
-                    created.id,
-                    created.tenant_id,
-                    {
+                    action="webhook.created",
+                    resource_type="webhook",
+                    resource_id=created.id,
+                    tenant_id=created.tenant_id,
+                    changes={
                         "before": None,
                         "after": {**_webhook_document(created), "secret": SENSITIVE_MASK},
                     },
@@ -140,7 +140,13 @@ class WebhookChanges:
             await self.deps.recorder.record(
                 conn,
                 actor,
-                AuditRecord("webhook.updated", "webhook", webhook_id, after.tenant_id, changes),
+                AuditRecord(
+                    action="webhook.updated",
+                    resource_type="webhook",
+                    resource_id=webhook_id,
+                    tenant_id=after.tenant_id,
+                    changes=changes,
+                ),
             )
             return after
 
@@ -178,11 +184,11 @@ class WebhookChanges:
                 conn,
                 actor,
                 AuditRecord(
-                    "webhook.deleted",
-                    "webhook",
-                    webhook_id,
-                    before.tenant_id,
-                    {"before": _webhook_document(before), "after": None},
+                    action="webhook.deleted",
+                    resource_type="webhook",
+                    resource_id=webhook_id,
+                    tenant_id=before.tenant_id,
+                    changes={"before": _webhook_document(before), "after": None},
                 ),
             )
 
@@ -209,11 +215,11 @@ class WebhookChanges:
                 conn,
                 actor,
                 AuditRecord(
-                    "webhook.updated",
-                    "webhook",
-                    webhook_id,
-                    rotated.tenant_id,
-                    {
+                    action="webhook.updated",
+                    resource_type="webhook",
+                    resource_id=webhook_id,
+                    tenant_id=rotated.tenant_id,
+                    changes={
                         "before": {"secret": SENSITIVE_MASK},
                         "after": {"secret": SENSITIVE_MASK},
                         "previous_secret_expires_at": iso_or_none(

@@ -95,11 +95,11 @@ class DeliveryAdmin:
                 conn,
                 actor,
                 AuditRecord(
-                    "delivery.retried",
-                    "delivery",
-                    delivery_id,
-                    found.webhook_tenant_id,
-                    {
+                    action="delivery.retried",
+                    resource_type="delivery",
+                    resource_id=delivery_id,
+                    tenant_id=found.webhook_tenant_id,
+                    changes={
                         "before": {"status": "failed", "attempts": found.delivery.attempts},
                         "after": {"status": "pending", "attempts": 0},
                     },
@@ -123,11 +123,11 @@ class DeliveryAdmin:
                     conn,
                     actor,
                     AuditRecord(
-                        "delivery.retried",
-                        "delivery",
-                        None,
-                        principal.tenant_id,
-                        {
+                        action="delivery.retried",
+                        resource_type="delivery",
+                        resource_id=None,
+                        tenant_id=principal.tenant_id,
+                        changes={
                             "retried": count,
                             "webhook_id": None if webhook_id is None else str(webhook_id),
                         },

@@ -101,11 +101,11 @@ class WebhookHealth:
             conn,
             SYSTEM_ACTOR,
             AuditRecord(
-                "webhook.disabled",
-                "webhook",
-                webhook_id,
-                webhook.tenant_id,
-                {"before": {"active": True}, "after": {"active": False}, "reason": reason},
+                action="webhook.disabled",
+                resource_type="webhook",
+                resource_id=webhook_id,
+                tenant_id=webhook.tenant_id,
+                changes={"before": {"active": True}, "after": {"active": False}, "reason": reason},
             ),
             [Event("webhook.disabled", webhook.tenant_id, data)],
         )
@@ -136,11 +136,11 @@ class WebhookHealth:
                     conn,
                     actor,
                     AuditRecord(
-                        "webhook.recovered",
-                        "webhook",
-                        webhook_id,
-                        webhook.tenant_id,
-                        {"since": iso(since), "requeued": count},
+                        action="webhook.recovered",
+                        resource_type="webhook",
+                        resource_id=webhook_id,
+                        tenant_id=webhook.tenant_id,
+                        changes={"since": iso(since), "requeued": count},
                     ),
                 )
             return count

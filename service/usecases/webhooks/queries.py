@@ -100,11 +100,11 @@ class WebhookTesting:
                 conn,
                 actor,
                 AuditRecord(
-                    "webhook.tested",
-                    "webhook",
-                    webhook.id,
-                    webhook.tenant_id,
-                    {"result": audited},
+                    action="webhook.tested",
+                    resource_type="webhook",
+                    resource_id=webhook.id,
+                    tenant_id=webhook.tenant_id,
+                    changes={"result": audited},
                 ),
             )
 
