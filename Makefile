@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help install run test lint typecheck unit migrate schema bench bench-full bench-tools clean
+.PHONY: help install run test lint typecheck unit quick migrate schema bench bench-full bench-tools clean
 
 help: ## list the targets
 	@echo "Targets (PORT=9000 make run serves on another port):"
@@ -47,6 +47,9 @@ typecheck: install ## mypy (strict)
 
 unit: install ## only pytest, with PYTEST_ARGS
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+quick: install ## the fast tier: in-process tests only (tests/tiers.py), no lint; under two minutes
+	$(BIN)/pytest -q -m "not processes and not browser and not cluster and not slow" $(PYTEST_ARGS)
 
 test: lint typecheck unit ## lint, typecheck and the whole test suite (what CI runs first)
 

@@ -21,10 +21,19 @@ from tests.support.databases import (
     test_server,
 )
 from tests.support.keys import key_headers
+from tests.tiers import marks_of
 
 JWT_SECRET = "test-jwt-secret-0123456789abcdefghijklmnopqrstuvwxyz-0123456789abcdef"
 HMAC_SECRET = "test-hmac-secret-0123456789abcdefghijklmnopqrstuvwxyz"
 ENCRYPTION_KEY = base64.b64encode(bytes(range(32))).decode()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tier markers from tests/tiers.py (`make quick` leaves out processes, browser,
+    cluster and slow)."""
+    for item in items:
+        for name in marks_of(item.path.stem):
+            item.add_marker(getattr(pytest.mark, name))
 
 
 @pytest.fixture(scope="session")

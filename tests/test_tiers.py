@@ -1,0 +1,57 @@
+"""The quick tier holds no process-starting module: tests/tiers.py lists every one."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.tiers import TIERS, marks_of
+
+TESTS = Path(__file__).resolve().parent
+
+# What a module that starts a process contains (directly, or through a support helper).
+STARTS_PROCESSES = re.compile(
+    r"\bsubprocess\b|create_subprocess_exec|\bPopen\b|ServiceProcess|running_services"
+    r"|run_cli|support\.own_postgres|support\.cluster|support\.pgbouncer|support\.browser"
+    r"|start_service|\bnode\b.*\brun\(|chromium"
+)
+TIER_MARKERS = {"processes", "browser", "cluster"}
+
+
+def module_names() -> list[str]:
+    return sorted(path.stem for path in TESTS.glob("test_*.py"))
+
+
+def starts_processes(text: str) -> bool:
+    return STARTS_PROCESSES.search(text) is not None
+
+
+@pytest.mark.parametrize("module", module_names())
+def test_a_module_that_starts_processes_is_not_quick(module: str) -> None:
+    if module == "test_tiers":
+        return
+    text = (TESTS / f"{module}.py").read_text(encoding="utf-8")
+    if starts_processes(text):
+        assert TIER_MARKERS & set(marks_of(module)), (
+            f"{module} starts processes: list it in tests/tiers.py"
+        )
+
+
+def test_every_listed_module_exists() -> None:
+    existing = set(module_names())
+    listed = set().union(*TIERS.values())
+    assert listed - existing == set()
+
+
+def test_the_scan_sees_a_process() -> None:
+    assert starts_processes("done = subprocess.run(['psql'])")
+    assert starts_processes("from tests.support.processes import ServiceProcess")
+    assert not starts_processes("async def test_x(client): await client.get('/health')")
+
+
+def test_markers_reach_the_items(request: pytest.FixtureRequest) -> None:
+    """conftest applies the table: this module is quick, test_cli would not be."""
+    assert marks_of("test_cli") == ["processes"]
+    assert not any(m.name in TIERS for m in request.node.iter_markers())
