@@ -1,6 +1,6 @@
 """The mixed-workload benchmark: contexts of thousands of tenants read under load while
 config writes (and subtree moves) arrive at fixed rates, as a SaaS back end reads while
-admins change things (issue 17; docs/performance.md).
+admins change things (docs/performance.md).
 
 Each phase runs the read load (wrk, or the Python generator, over every picked leaf's
 context in turn) and, beside it, open-loop writers at their fixed rates, each with its

@@ -26,7 +26,8 @@ KEY_FILE = "development-admin-key"
 
 DEVELOPMENT_KEY_NAME = "development admin"
 # The development key's own rate limit: one console page costs a few requests, so the
-# default of 100 a minute is reachable by clicking; 6,000 a minute is not (docs/decisions.md).
+# default of 100 a minute is reachable by clicking; 6,000 a minute is not
+# (docs/decisions/runtime.md).
 DEVELOPMENT_KEY_RATE_LIMIT = 6000
 DEVELOPMENT_KEY_WINDOW = "1 minute"
 

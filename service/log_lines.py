@@ -6,7 +6,7 @@ request was a twentieth of a cached read's cost. A warning or an error is writte
 once, after everything gathered before it, so order is kept and nothing that needs
 attention waits. Outside a running event loop (one-shot commands, threads) every line is
 written at once. What is gathered is written at exit; a process killed outright loses at
-most the last FLUSH_AFTER_SECONDS of info lines (docs/decisions.md).
+most the last FLUSH_AFTER_SECONDS of info lines (docs/decisions/edge.md).
 """
 
 from __future__ import annotations

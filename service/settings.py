@@ -63,7 +63,7 @@ class Settings:
     # Delivery attempts one process runs at once (0: this process delivers nothing).
     webhook_concurrency: int = 16
     # An endpoint failing without a success this long, or with this many dead letters
-    # since its last success (0: never by count), is disabled (issue 21).
+    # since its last success (0: never by count), is disabled (docs/decisions/webhooks.md).
     webhook_disable_after_seconds: int = 5 * 86400
     webhook_disable_after_dead_letters: int = 100
     max_body_bytes: int = 1_048_576

@@ -56,7 +56,7 @@ def missing_credentials() -> ServiceError:
 
 def ambiguous_credentials() -> ServiceError:
     # Which one was meant cannot be known, and trying both would let a stray default
-    # header decide who the caller is: refuse (docs/decisions.md).
+    # header decide who the caller is: refuse (docs/decisions/identity.md).
     return ServiceError(
         "AMBIGUOUS_CREDENTIALS",
         "send either X-API-Key or Authorization, not both",

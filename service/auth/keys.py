@@ -26,7 +26,7 @@ KEY_LENGTH = 8 + BODY_LENGTH + CHECKSUM_LENGTH
 def default_environment(production: bool, accepted: tuple[str, ...]) -> Environment:
     """The environment of a key made without one: sk_live_ in production, sk_test_
     elsewhere (a development setup makes test keys only, the first key included), unless
-    the deployment does not accept that environment (docs/decisions.md)."""
+    the deployment does not accept that environment (docs/decisions/keys.md)."""
     wanted: Environment = "live" if production else "test"
     if wanted in accepted or not accepted:
         return wanted

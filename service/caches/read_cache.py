@@ -2,7 +2,7 @@
 the service (a SaaS back end asks for a tenant and its context on every request) cost
 no database work.
 
-Freshness (docs/decisions.md, "Scoped read-cache invalidation"):
+Freshness (docs/decisions/caching.md):
 - Entries are only trusted while the change listener is connected. Migration 0020's
   triggers announce every committed change to tenants, config entries and permission
   policies on the channel tenant_service_tenant_data, saying which tenants changed and

@@ -11,7 +11,7 @@ from service.http.routing import Api
 api = Api("operations")
 
 # GET / answers where to go: a person lands on the console, a program on the OpenAPI
-# document (docs/decisions.md, "First contact").
+# document (docs/decisions/runtime.md, "First contact").
 INDEX = {
     "service": "tenant-hierarchy-service",
     "console": "/console",

@@ -1,5 +1,5 @@
-"""Impact previews (dry runs) of changes to a tenant's context (docs/decisions.md
-"Issue 21"): the answer describes the change; nothing is written."""
+"""Impact previews (dry runs) of changes to a tenant's context (docs/decisions/context.md
+"Impact previews"): the answer describes the change; nothing is written."""
 
 from __future__ import annotations
 

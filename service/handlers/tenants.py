@@ -226,7 +226,7 @@ async def list_descendants(request: web.Request) -> web.StreamResponse:
         )
     # A whole subtree, streamed. Only a heavy list (more than heavy.threshold_rows
     # tenants) takes a slot: its first chunk, one row past the threshold, tells; or, when
-    # no slot would be free at once, a count capped there (docs/decisions.md).
+    # no slot would be free at once, a count capped there (docs/decisions/tenants.md).
     heavy = request.app[HEAVY_READS]
     caller, first_rows = principal.actor_id, heavy.threshold_rows + 1
     if not heavy.free_for(caller) and await queries.descendants_over(

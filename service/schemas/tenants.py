@@ -95,7 +95,7 @@ class ListTenantsQuery(Strict):
     status: StatusFilter = "active"
     parent_id: UUID | None = None
     slug: Annotated[str, msgspec.Meta(max_length=63)] | None = None
-    # Options for tree browsers (docs/decisions.md, "Console"): the top of the visible
+    # Options for tree browsers (docs/decisions/console.md): the top of the visible
     # forest, a case-insensitive name or slug search, and direct-child counts.
     roots: bool = False
     search: SearchText | None = None

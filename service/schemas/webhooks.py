@@ -29,7 +29,7 @@ EventType = Literal[
     "permission.created",
     "permission.updated",
     "permission.deleted",
-    # another endpoint was disabled for failing (issue 21)
+    # another endpoint was disabled for failing (docs/decisions/webhooks.md "Endpoint health")
     "webhook.disabled",
 ]
 DeliveryStatus = Literal["pending", "success", "failed"]

@@ -119,7 +119,7 @@ class PurgeExpiredResult(View):
     events: int
     consents: int
     archived_tenants: int
-    # Idempotency-Key records older than 24 hours (docs/decisions.md, "Idempotency").
+    # Idempotency-Key records older than 24 hours (docs/decisions/api.md, "Idempotency and faults").
     idempotency_keys: int
 
 

@@ -1,4 +1,4 @@
-"""Views of the impact previews (dry runs; docs/decisions.md "Issue 21")."""
+"""Views of the impact previews (dry runs; docs/decisions/context.md "Impact previews")."""
 
 from __future__ import annotations
 

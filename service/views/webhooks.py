@@ -49,7 +49,7 @@ class Webhook(View):
     include_descendants: bool
     created_at: Instant
     updated_at: Instant
-    # API answers add these (issue 21); a GDPR export's webhooks do not carry them.
+    # API answers add these (endpoint health); a GDPR export's webhooks do not carry them.
     disabled_reason: str | msgspec.UnsetType | None = msgspec.UNSET
     disabled_at: Instant | msgspec.UnsetType | None = msgspec.UNSET
     delivery_stats: WebhookDeliveryStats | msgspec.UnsetType = msgspec.UNSET

@@ -1,4 +1,4 @@
-"""Idempotency-Key on POST (Stripe semantics, docs/decisions.md "Idempotency").
+"""Idempotency-Key on POST (Stripe semantics, docs/decisions/api.md "Idempotency and faults").
 
 A key belongs to its caller (the key or token, with its tenant and scopes): the same key
 sent by another caller is another key. The first 2xx answer to (caller, key) is stored

@@ -5,7 +5,7 @@ permissions, consents, webhooks and their deliveries, events, keys, roles, closu
 stored Idempotency-Key answers naming them, the tenants); audit entries stay with
 `changes` redacted. Rows of OTHER tenants that name a purged tenant are redacted too: the
 events of a child moved out of the subtree earlier keep their shape with the purged ids
-replaced by null, and such audit entries get the redaction marker (docs/decisions.md,
+replaced by null, and such audit entries get the redaction marker (docs/decisions/audit.md,
 "GDPR").
 """
 

@@ -6,7 +6,7 @@ a limit on what its holder may create, and its holder is an identity the operato
 the CLI (system) is the operator. Limits of a key are judged as it will be after the
 change: a key that would still outlive or outpace the caller may not be created,
 changed, rotated or given a role, and a role whose holders would do so may not be
-changed or deleted (docs/decisions.md, "Keys within their creator's limits").
+changed or deleted (docs/decisions/keys.md, "Keys within their creator's limits").
 """
 
 from __future__ import annotations

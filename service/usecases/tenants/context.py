@@ -38,7 +38,7 @@ class TenantContext:
             visible_active(principal, cached.node)
             return cached.rendered
         generation = self.cache.generation
-        # Masked: PostgreSQL renders the whole document (docs/performance.md, issue 17).
+        # Masked: PostgreSQL renders the whole document (docs/decisions/caching.md).
         masked, replayed = await fill_read(
             self.deps.db,
             self.cache,

@@ -94,7 +94,7 @@ class TenantMoves:
         self, conn: asyncpg.Connection, node: TenantNode, parent: TenantNode | None
     ) -> None:
         """409 when the move would take a key out of the subtree owning its role: the
-        role's owner could otherwise keep editing a key in another tree (docs/decisions.md,
+        role's owner could otherwise keep editing a key in another tree (docs/decisions/keys.md,
         "Roles and moves"). Runs under the tree locks, so no assignment slips past."""
         stranded = await self.deps.repos.api_keys.list_api_keys_leaving_role_subtree(
             conn, node.id, parent.id if parent else None

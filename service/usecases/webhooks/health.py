@@ -1,6 +1,6 @@
-"""Endpoints that heal (docs/decisions.md "Issue 21"): per-endpoint statistics, disabling
-an endpoint that keeps failing, a fresh start when it is re-enabled, and re-queuing its
-dead letters after an outage.
+"""Endpoints that heal (docs/decisions/webhooks.md "Endpoint health"): per-endpoint
+statistics, disabling an endpoint that keeps failing, a fresh start when it is
+re-enabled, and re-queuing its dead letters after an outage.
 
 Every attempt's outcome is counted (webhook_health). An endpoint is disabled once its
 deliveries have failed without a single success for WEBHOOK_DISABLE_AFTER_SECONDS
