@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 from uuid import UUID
 
 import msgspec
@@ -69,9 +69,22 @@ class Webhook(View):
 class WebhookWithSecret(Webhook, kw_only=True):
     # Required although they follow fields with defaults: kw_only allows it (repeated
     # here for mypy, which does not see View's).
-    secret: str
+    secret: Annotated[
+        str,
+        msgspec.Meta(
+            description="The secret as given (or generated): X-Service-Signature's key is "
+            "its UTF-8 bytes. Shown only in this answer."
+        ),
+    ]
     # The same secret as the official Standard Webhooks libraries take it (signing.py).
-    standard_webhooks_secret: str
+    standard_webhooks_secret: Annotated[
+        str,
+        msgspec.Meta(
+            description="`whsec_` + base64 of the key of `webhook-signature`: pass it as is "
+            "to the official Standard Webhooks libraries. Equals `secret` for a generated "
+            "secret. Shown only in this answer."
+        ),
+    ]
 
     @classmethod
     def with_secret(cls, w: WebhookRow, h: Health | None, secret: str) -> WebhookWithSecret:
