@@ -594,6 +594,13 @@ CREATE TABLE public.webhook_health (
     disabled_at timestamp with time zone
 );
 
+CREATE TABLE public.webhook_source_health (
+    webhook_id uuid NOT NULL,
+    source_id uuid NOT NULL,
+    failing_since timestamp with time zone NOT NULL,
+    dead_letters integer DEFAULT 0 NOT NULL
+);
+
 CREATE TABLE public.webhooks (
     id uuid NOT NULL,
     tenant_id uuid,
@@ -669,6 +676,9 @@ ALTER TABLE ONLY public.webhook_deliveries
 
 ALTER TABLE ONLY public.webhook_health
     ADD CONSTRAINT webhook_health_pkey PRIMARY KEY (webhook_id);
+
+ALTER TABLE ONLY public.webhook_source_health
+    ADD CONSTRAINT webhook_source_health_pkey PRIMARY KEY (webhook_id, source_id);
 
 ALTER TABLE ONLY public.webhooks
     ADD CONSTRAINT webhooks_pkey PRIMARY KEY (id);
@@ -818,6 +828,9 @@ ALTER TABLE ONLY public.webhook_deliveries
 
 ALTER TABLE ONLY public.webhook_health
     ADD CONSTRAINT webhook_health_webhook_fk FOREIGN KEY (webhook_id) REFERENCES public.webhooks(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.webhook_source_health
+    ADD CONSTRAINT webhook_source_health_webhook_fk FOREIGN KEY (webhook_id) REFERENCES public.webhooks(id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.webhooks
     ADD CONSTRAINT webhooks_tenant_fk FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;

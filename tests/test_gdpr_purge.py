@@ -102,6 +102,11 @@ async def build_world(client: TestClient, admin: dict[str, str], conn: Any) -> d
     moved_event = (await events_of(conn, moved["id"]))[-1]["id"]
     await add_delivery(conn, own_hook, p_event)
     await add_delivery(conn, root_hook, p_event, status="failed")
+    # that failure's streak: R's webhook failing for events from P's subtree
+    await conn.execute(
+        "INSERT INTO webhook_source_health (webhook_id, source_id, failing_since, dead_letters) "
+        "VALUES ($1, $2, now(), 1)", root_hook, UUID(pid),
+    )  # fmt: skip
     await add_delivery(conn, global_hook, p_event, status="pending")
     kept_delivery = await add_delivery(conn, root_hook, moved_event)
     return {

@@ -112,7 +112,7 @@ async def test_server_header_names_no_versions(client: TestClient, admin: dict[s
         await client.get("/health"),
         await client.get("/nope"),
         await client.put("/api/v1/tenants", headers=admin),
-        await client.options("/api/v1/tenants"),
+        await client.options("/api/v1/tenants", headers=admin),
         await client.get("/api/v1/tenants"),
         await client.get("/api/v1/tenants", headers=admin),
     ]

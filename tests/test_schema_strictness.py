@@ -19,7 +19,12 @@ from service.durations import DURATION_PATTERN, InvalidDuration, parse_duration
 from service.schemas.config import ENCRYPTION_KEY_PATTERN
 from service.schemas.webhooks import URL_PATTERN
 from service.settings import decode_encryption_key
-from service.webhooks.signing import SECRET_PATTERN, InvalidSecret, check_secret
+from service.webhooks.signing import (
+    MAX_SECRET_LENGTH,
+    MIN_SECRET_LENGTH,
+    InvalidSecret,
+    check_secret,
+)
 
 EXAMPLES = settings(max_examples=300, deadline=None, derandomize=True, database=None)
 
@@ -78,20 +83,15 @@ def test_durations_at_the_bounds() -> None:
 
 
 SECRETS = st.one_of(
-    st.from_regex(SECRET_PATTERN, fullmatch=True),
-    st.builds(lambda b: "whsec_" + base64.b64encode(b).decode(), st.binary(max_size=80)),
-    st.builds(
-        lambda b: "whsec_" + base64.urlsafe_b64encode(b).decode().rstrip("="),
-        st.binary(max_size=80),
-    ),
-    st.text(min_size=14, max_size=40),
+    st.text(max_size=40),
+    st.text(min_size=MAX_SECRET_LENGTH - 2, max_size=MAX_SECRET_LENGTH + 2),
 )
 
 
 @EXAMPLES
 @given(SECRETS)
-def test_the_secret_pattern_is_check_secret(text: str) -> None:
-    documented = _document_accepts(SECRET_PATTERN, text)
+def test_the_secret_lengths_are_check_secret(text: str) -> None:
+    documented = MIN_SECRET_LENGTH <= len(text) <= MAX_SECRET_LENGTH
     assert documented == _secret_ok(text), repr(text)
 
 
@@ -137,7 +137,9 @@ async def test_the_document_states_the_refusals(client: TestClient) -> None:
     assert window["pattern"] == DURATION_PATTERN
     hook = await _schema(client, "WebhookCreate")
     assert hook["properties"]["url"]["pattern"] == URL_PATTERN
-    assert hook["properties"]["secret"]["anyOf"][0]["pattern"] == SECRET_PATTERN
+    secret = hook["properties"]["secret"]["anyOf"][0]
+    assert (secret["type"], secret["minLength"], secret["maxLength"]) == ("string", 1, 1024)
+    assert "pattern" not in secret
     batch = await _schema(client, "TenantBatchCreate")
     assert batch["properties"]["tenants"]["items"] == {"$ref": "#/components/schemas/TenantCreate"}
     document = await (await client.get("/api/v1/openapi.json")).json()

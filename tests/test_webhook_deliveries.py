@@ -161,8 +161,10 @@ async def test_rotation_signs_with_both_secrets_for_a_day(client, admin, receive
     assert resp.status == 200, rotated
     new_secret = rotated["secret"]
     assert new_secret != old_secret
-    assert {k: v for k, v in rotated.items() if k not in ("secret", "updated_at")} == {
-        k: v for k, v in hook.items() if k not in ("secret", "updated_at")
+    fresh = ("secret", "standard_webhooks_secret", "updated_at")
+    assert rotated["standard_webhooks_secret"] == new_secret
+    assert {k: v for k, v in rotated.items() if k not in fresh} == {
+        k: v for k, v in hook.items() if k not in fresh
     }
     await create_tenant(client, admin)
 

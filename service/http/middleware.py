@@ -196,13 +196,19 @@ def authenticate(
     trusted_proxies: Sequence[IPNetwork],
 ) -> Middleware:
     """The caller of every credentialed route: API key or bearer token, its rate limit
-    and its scopes."""
+    and its scopes. OPTIONS is a read like GET (read scope; read and admin on admin
+    routes), credentialed wherever the path has a credentialed method; the service
+    grants no CORS preflight (the console is served from the API's own origin)."""
+    options_of = _options_endpoints(endpoints)
 
     @web.middleware
     async def authenticated(request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.match_info.http_exception is not None:
             return await handler(request)  # unknown route or method: 404/405 as they are
         endpoint = endpoint_for(request, endpoints)
+        if endpoint is None and request.method == "OPTIONS":
+            resource = request.match_info.route.resource
+            endpoint = options_of.get(resource.canonical) if resource is not None else None
         if endpoint is None or endpoint.public:
             return await handler(request)
         exchange = request[EXCHANGE]
@@ -223,3 +229,14 @@ def authenticate(
         return await handler(request)
 
     return authenticated
+
+
+def _options_endpoints(endpoints: dict[tuple[str, str], Endpoint]) -> dict[str, Endpoint]:
+    """Per path, the endpoint whose credentials OPTIONS asks for: public only when every
+    method of the path is, admin when any is (the scopes then come from OPTIONS)."""
+    by_path: dict[str, list[Endpoint]] = {}
+    for endpoint in endpoints.values():
+        by_path.setdefault(endpoint.path, []).append(endpoint)
+    return {
+        path: min(found, key=lambda e: (e.public, not e.admin)) for path, found in by_path.items()
+    }

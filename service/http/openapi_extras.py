@@ -23,7 +23,8 @@ _BY_NAME: dict[str, Any] = {
     "key": "theme",
     "purpose": "marketing_emails",
     "url": "https://hooks.example.com/tenants",
-    "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    "secret": "my-shared-secret-2026",
+    "standard_webhooks_secret": "whsec_bXktc2hhcmVkLXNlY3JldC0yMDI2",
     "old_key": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
     "new_key": "ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA=",
     "rate_limit_window": "1 minute",
@@ -211,10 +212,12 @@ EVENT_DATA["webhook.disabled"] = {
 _DELIVERY_HEADERS = {
     "webhook-id": "The delivery id (the same on every attempt)",
     "webhook-timestamp": "Unix seconds of this attempt",
-    "webhook-signature": "Standard Webhooks signatures: `v1,<base64 HMAC-SHA256>` ...",
+    "webhook-signature": "Standard Webhooks signatures: `v1,<base64 HMAC-SHA256>` ..., keyed "
+    "with the key of `standard_webhooks_secret`",
     "X-Service-Event": "The event type",
     "X-Service-Delivery": "The delivery id",
-    "X-Service-Signature": "`sha256=<hex HMAC>` of the body with the webhook's secret",
+    "X-Service-Signature": "`sha256=<hex HMAC-SHA256>` of the body keyed with the UTF-8 bytes "
+    "of the webhook's secret",
 }
 
 

@@ -32,19 +32,50 @@ class Streak:
     noted_at: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class SourceStreak:
+    """The failure streak of one source of an endpoint's events (own: its own tenant)."""
+
+    source_id: UUID
+    own: bool
+    streak: Streak
+
+
 class WebhookHealthRepository(Repository):
     _note = NamedSql("note_webhook_attempt")
     _list = NamedSql("list_webhook_health")
+    _sources = NamedSql("list_failing_webhook_sources")
     _mark = NamedSql("mark_webhook_disabled")
     _reset = NamedSql("reset_webhook_streak")
     _requeue = NamedSql("requeue_webhook_failures")
 
     async def note_attempt(
-        self, conn: asyncpg.Connection, webhook_id: UUID, *, succeeded: bool, dead: bool
+        self,
+        conn: asyncpg.Connection,
+        webhook_id: UUID,
+        event_id: UUID,
+        *,
+        succeeded: bool,
+        dead: bool,
     ) -> Streak:
-        row = await self._note.one(conn, webhook_id=webhook_id, succeeded=succeeded, dead=dead)
+        row = await self._note.one(
+            conn, webhook_id=webhook_id, event_id=event_id, succeeded=succeeded, dead=dead
+        )
         assert row is not None  # an upsert returns its row
         return Streak(row["failing_since"], row["dead_letters"], row["noted_at"])
+
+    async def failing_sources(
+        self, conn: asyncpg.Connection, webhook_id: UUID
+    ) -> list[SourceStreak]:
+        rows = await self._sources.many(conn, webhook_id=webhook_id)
+        return [
+            SourceStreak(
+                r["source_id"],
+                r["own"],
+                Streak(r["failing_since"], r["dead_letters"], r["noted_at"]),
+            )
+            for r in rows
+        ]
 
     async def list_health(
         self, conn: asyncpg.Connection, webhook_ids: Sequence[UUID]

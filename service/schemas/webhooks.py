@@ -10,12 +10,7 @@ from msgspec import UNSET, UnsetType
 
 from service.schemas.common import NO_NUL, Strict, check_text
 from service.schemas.times import AwareDatetime, check_utc
-from service.webhooks.signing import (
-    MAX_SECRET_LENGTH,
-    MIN_SECRET_LENGTH,
-    SECRET_PATTERN,
-    check_secret,
-)
+from service.webhooks.signing import MAX_SECRET_LENGTH, MIN_SECRET_LENGTH, check_secret
 
 # The ten event types of docs/api.md, Webhooks.
 EventType = Literal[
@@ -50,15 +45,18 @@ WebhookUrl = Annotated[
 ]
 # Repeats are allowed and dropped (an event is delivered once per webhook either way).
 EventList = Annotated[list[EventType], msgspec.Meta(min_length=1, max_length=100)]
-# check_secret judges the text and names the form; the document states the same rule.
+# Any text within these lengths (service/webhooks/signing.py: how it keys each header).
 Secret = Annotated[
     str,
     msgspec.Meta(
-        extra_json_schema={
-            "pattern": SECRET_PATTERN,
-            "minLength": MIN_SECRET_LENGTH,
-            "maxLength": MAX_SECRET_LENGTH,
-        }
+        min_length=MIN_SECRET_LENGTH,
+        max_length=MAX_SECRET_LENGTH,
+        description=(
+            "Any text of 1 to 1024 characters: X-Service-Signature is keyed with its UTF-8 "
+            "bytes. The Standard Webhooks key is what a `whsec_` text base64-decodes to, "
+            "otherwise the same UTF-8 bytes; answers that set a secret give that key's "
+            "`whsec_` form in `standard_webhooks_secret`. Generated when left out."
+        ),
     ),
 ]
 Description = Annotated[str, msgspec.Meta(max_length=MAX_DESCRIPTION, extra_json_schema=NO_NUL)]

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 from uuid import UUID
 
 import msgspec
@@ -15,6 +15,7 @@ from service.repositories.webhook_health import Health
 from service.repositories.webhooks import Webhook as WebhookRow
 from service.schemas.webhooks import DeliveryStatus, EventType
 from service.views.base import Instant, View, instant, instant_or_none
+from service.webhooks.signing import standard_webhooks_secret
 
 
 class WebhookDeliveryStats(View):
@@ -66,13 +67,33 @@ class Webhook(View):
 
 
 class WebhookWithSecret(Webhook, kw_only=True):
-    # Required although it follows fields with defaults: kw_only allows it (repeated here
-    # for mypy, which does not see View's).
-    secret: str
+    # Required although they follow fields with defaults: kw_only allows it (repeated
+    # here for mypy, which does not see View's).
+    secret: Annotated[
+        str,
+        msgspec.Meta(
+            description="The secret as given (or generated): X-Service-Signature's key is "
+            "its UTF-8 bytes. Shown only in this answer."
+        ),
+    ]
+    # The same secret as the official Standard Webhooks libraries take it (signing.py).
+    standard_webhooks_secret: Annotated[
+        str,
+        msgspec.Meta(
+            description="`whsec_` + base64 of the key of `webhook-signature`: pass it as is "
+            "to the official Standard Webhooks libraries. Equals `secret` for a generated "
+            "secret. Shown only in this answer."
+        ),
+    ]
 
     @classmethod
     def with_secret(cls, w: WebhookRow, h: Health | None, secret: str) -> WebhookWithSecret:
-        return cls(**_webhook_fields(w), **_health_fields(h), secret=secret)
+        return cls(
+            **_webhook_fields(w),
+            **_health_fields(h),
+            secret=secret,
+            standard_webhooks_secret=standard_webhooks_secret(secret),
+        )
 
 
 def _health_fields(h: Health | None) -> Any:

@@ -15,8 +15,15 @@ FOR UPDATE OF t;
 
 -- name: delete_deliveries_of_tenants :one
 -- Deliveries of the purged tenants' webhooks and of their events (other webhooks that
--- received those events included).
-WITH gone AS (
+-- received those events included), and other webhooks' failure streaks whose source is
+-- a purged tenant.
+WITH streaks_gone AS (
+    -- failure streaks of ancestors' webhooks counted for a purged tenant's subtree
+    DELETE FROM webhook_source_health s
+    WHERE s.source_id = ANY(:'tenant_ids'::uuid[])
+    RETURNING 1
+),
+gone AS (
     -- the deleted rows
     DELETE FROM webhook_deliveries d
     WHERE d.webhook_id IN (SELECT w.id FROM webhooks w

@@ -109,7 +109,9 @@ class DeliveryAttempts:
                 self._count("success", seconds)
             log.info("delivery succeeded" if ours else "delivery result dropped", **fields)
             if ours:
-                await self.health.note_attempt(claim.webhook_id, succeeded=True, dead=False)
+                await self.health.note_attempt(
+                    claim.webhook_id, claim.event_id, succeeded=True, dead=False
+                )
             return
         settings = self.deps.settings
         delay = retry_delay(
@@ -128,7 +130,7 @@ class DeliveryAttempts:
         )
         if status is not None:
             await self.health.note_attempt(
-                claim.webhook_id, succeeded=False, dead=status == "failed"
+                claim.webhook_id, claim.event_id, succeeded=False, dead=status == "failed"
             )
         if status is None:
             log.info("delivery result dropped", **fields)

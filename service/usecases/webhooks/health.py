@@ -5,9 +5,16 @@ re-enabled, and re-queuing its dead letters after an outage.
 Every attempt's outcome is counted (webhook_health). An endpoint is disabled once its
 deliveries have failed without a single success for WEBHOOK_DISABLE_AFTER_SECONDS
 (default 5 days) or produced WEBHOOK_DISABLE_AFTER_DEAD_LETTERS dead letters (default
-100; 0: never by count): in one transaction the webhook becomes inactive with a reason,
-a `webhook.disabled` event goes to the other endpoints subscribed to it, and the system
-writes a `webhook.disabled` audit entry.
+100; 0: never by count), and the failures are shared (`shared_failure`): in one
+transaction the webhook becomes inactive with a reason, a `webhook.disabled` event goes
+to the other endpoints subscribed to it, and the system writes a `webhook.disabled`
+audit entry.
+
+Failures are also counted per source (webhook_source_health): the part of the tree an
+event came from, seen from the webhook's tenant. Whoever can write in one subtree below
+the webhook's tenant can make that subtree's events fail (huge bodies a receiver
+refuses), but not the others': so failures of one such source never disable an endpoint
+that serves others (docs/decisions/webhooks.md).
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import asyncpg
 from service.auth.principal import SYSTEM_ACTOR, Actor, Principal
 from service.errors import ServiceError
 from service.logs import get_logger
-from service.repositories.webhook_health import Health, Streak
+from service.repositories.webhook_health import Health, SourceStreak, Streak
 from service.repositories.webhooks import Webhook, WebhookWrite
 from service.timefmt import iso
 from service.usecases.common.deps import Deps
@@ -49,6 +56,25 @@ def disable_reason(streak: Streak, *, after_seconds: int, after_dead_letters: in
     return None
 
 
+def shared_failure(
+    sources: Sequence[SourceStreak], *, after_seconds: int, after_dead_letters: int
+) -> bool:
+    """Whether the endpoint fails for more than whoever caused one source's failures:
+    its own tenant's events fail (who writes there may switch the webhook off anyway),
+    or at least two sources each reach a limit on their own."""
+    if any(s.own for s in sources):
+        return True
+    reaching = [
+        s
+        for s in sources
+        if disable_reason(
+            s.streak, after_seconds=after_seconds, after_dead_letters=after_dead_letters
+        )
+        is not None
+    ]
+    return len(reaching) >= 2
+
+
 def write_of(w: Webhook, *, active: bool) -> WebhookWrite:
     return WebhookWrite(
         url=w.url,
@@ -74,19 +100,32 @@ class WebhookHealth:
             return {}
         return await self.db.run(lambda c: self.health.list_health(c, webhook_ids))
 
-    async def note_attempt(self, webhook_id: UUID, *, succeeded: bool, dead: bool) -> None:
+    async def note_attempt(
+        self, webhook_id: UUID, event_id: UUID, *, succeeded: bool, dead: bool
+    ) -> None:
         """Count an attempt's outcome; disable the endpoint when its failures call for it."""
         streak = await self.db.run(
-            lambda c: self.health.note_attempt(c, webhook_id, succeeded=succeeded, dead=dead)
+            lambda c: self.health.note_attempt(
+                c, webhook_id, event_id, succeeded=succeeded, dead=dead
+            )
         )
         s = self.deps.settings
-        reason = disable_reason(
-            streak,
-            after_seconds=s.webhook_disable_after_seconds,
-            after_dead_letters=s.webhook_disable_after_dead_letters,
-        )
-        if reason is not None:
+        limits = {
+            "after_seconds": s.webhook_disable_after_seconds,
+            "after_dead_letters": s.webhook_disable_after_dead_letters,
+        }
+        reason = disable_reason(streak, **limits)
+        if reason is None:
+            return
+        sources = await self.db.run(lambda c: self.health.failing_sources(c, webhook_id))
+        if shared_failure(sources, **limits):
             await self.db.transaction(lambda c: self._disable(c, webhook_id, reason))
+        else:
+            log.info(
+                "webhook kept enabled: its failures come from one source below it",
+                webhook_id=str(webhook_id),
+                sources=len(sources),
+            )
 
     async def _disable(self, conn: asyncpg.Connection, webhook_id: UUID, reason: str) -> None:
         webhook = await self.webhooks.lock_webhook(conn, webhook_id)
