@@ -30,12 +30,12 @@ import asyncpg
 from aiohttp import web
 
 from bench.sqlfiles import bench_queries
+from service.base.timefmt import iso, iso_or_none
 from service.db.pool import create_pool
 from service.db.queries import Query
 from service.http.responses import json_response
 from service.server import new_event_loop
-from service.settings import Settings
-from service.timefmt import iso, iso_or_none
+from service.settings.options import Settings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"

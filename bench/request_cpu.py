@@ -36,9 +36,9 @@ from bench.environment import PostgresServer
 from bench.runner import prepare
 from service.app import create_app
 from service.http.deadlines import Deadlines, TimedRequestHandler
-from service.logs import configure_logging
+from service.observability.logs import configure_logging
 from service.server import YOUNG_COLLECTION_THRESHOLD, new_event_loop
-from service.settings import Settings
+from service.settings.options import Settings
 
 API = "/api/v1/tenants"
 WRITE_KEY = "bench.request_cpu"

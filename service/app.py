@@ -8,12 +8,11 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from service import tracing
 from service.auth.authenticator import Authenticator
+from service.base.crypto import Encryptor, KeyRing
 from service.bootstrap import prepare_database
 from service.caches.read_cache import ReadCache
 from service.console.assets import ConsoleAssets
-from service.crypto import Encryptor, KeyRing
 from service.db.migrations import load_migrations
 from service.db.pool import Database, connect
 from service.db.queries import Queries
@@ -46,11 +45,12 @@ from service.http.idempotency import idempotency
 from service.http.middleware import authenticate, request_context
 from service.http.openapi import DocumentCache
 from service.http.routing import Api, register
-from service.logs import get_logger
-from service.metrics import Metrics
+from service.observability import tracing
+from service.observability.logs import get_logger
+from service.observability.metrics import Metrics
 from service.ratelimit.limiter import RateLimiter
 from service.repositories.registry import Repositories
-from service.settings import Settings
+from service.settings.options import Settings
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import ChangeRecorder
 from service.usecases.registry import UseCases

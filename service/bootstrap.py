@@ -13,9 +13,9 @@ from service.auth.principal import SYSTEM_ACTOR
 from service.db.migrations import apply_migrations
 from service.db.pool import Database
 from service.db.queries import Queries
-from service.logs import get_logger
+from service.observability.logs import get_logger
 from service.repositories.registry import Repositories
-from service.settings import Settings
+from service.settings.options import Settings
 from service.usecases.common.recording import ChangeRecorder
 from service.usecases.keys.access import window_seconds
 from service.usecases.keys.issuing import IssuedKey, issue_api_key

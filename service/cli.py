@@ -23,9 +23,9 @@ from service.db.errors import translate_db_error
 from service.db.migrations import apply_migrations
 from service.db.pool import connect
 from service.db.queries import Queries
-from service.logs import configure_logging, get_logger
+from service.observability.logs import configure_logging, get_logger
 from service.repositories.registry import Repositories
-from service.settings import ConfigError, Settings
+from service.settings.options import ConfigError, Settings
 from service.usecases.common.recording import ChangeRecorder
 from service.usecases.keys.issuing import IssuedKey, issue_api_key
 from service.views.base import encode

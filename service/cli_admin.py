@@ -17,16 +17,16 @@ from uuid import UUID
 import asyncpg
 
 from service.auth.principal import SCOPES, SYSTEM_ACTOR, Principal
+from service.base.crypto import Encryptor, KeyRing
+from service.base.errors import ServiceError
+from service.base.timefmt import iso
 from service.caches.key_cache import KeyCache
-from service.crypto import Encryptor, KeyRing
 from service.db.migrations import apply_migrations, migration_status
 from service.db.pool import Database, connect
 from service.db.queries import Queries
-from service.errors import ServiceError
 from service.repositories.registry import Repositories
 from service.schemas.api_keys import ListApiKeysQuery
-from service.settings import Settings
-from service.timefmt import iso
+from service.settings.options import Settings
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import ChangeRecorder
 from service.usecases.keys.commands import ApiKeyCommands, CreatedKey

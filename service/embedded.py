@@ -18,7 +18,7 @@ from typing import Any
 from service.db.pool import connect
 from service.db.queries import Queries
 from service.db.repository import NamedSql, Repository
-from service.logs import get_logger
+from service.observability.logs import get_logger
 
 log = get_logger("service.embedded")
 DATABASE_NAME = "tenant_service"

@@ -29,14 +29,14 @@ import socket
 
 from aiohttp import web
 
-from service import tracing
 from service.app import create_app
 from service.bootstrap import bootstrap_admin_key, show_key_once
 from service.http.appkeys import DATABASE, QUERIES
 from service.http.deadlines import TimedSite
-from service.logs import get_logger
-from service.metrics_listener import start_metrics_listener
-from service.settings import Settings
+from service.observability import tracing
+from service.observability.logs import get_logger
+from service.observability.metrics_listener import start_metrics_listener
+from service.settings.options import Settings
 
 YOUNG_COLLECTION_THRESHOLD = 50_000
 log = get_logger("service.server")

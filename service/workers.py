@@ -23,9 +23,9 @@ import tempfile
 import time
 from types import FrameType
 
-from service.logs import get_logger
-from service.metrics import MULTIPROC_ENV, mark_worker_dead
-from service.settings import Settings
+from service.observability.logs import get_logger
+from service.observability.metrics import MULTIPROC_ENV, mark_worker_dead
+from service.settings.options import Settings
 
 log = get_logger("service.workers")
 POLL_SECONDS = 0.2

@@ -13,7 +13,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from service.app import create_app
-from service.settings import Settings
+from service.settings.options import Settings
 from tests.support.databases import (
     create_database,
     create_template,

@@ -16,8 +16,8 @@ import asyncpg
 import pytest
 from aiohttp.test_utils import TestClient
 
-from service.ids import uuid7
-from service.settings import Settings
+from service.base.ids import uuid7
+from service.settings.options import Settings
 from service.usecases.compliance.chain_hash import GENESIS, changes_digest, entry_hash
 from tests.conftest import base_env
 from tests.support.api import create_tenant, get_json

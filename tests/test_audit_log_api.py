@@ -12,7 +12,7 @@ import asyncpg
 import pytest
 from aiohttp.test_utils import TestClient
 
-from service.ids import uuid7
+from service.base.ids import uuid7
 from tests.support.api import create_tenant, get_json, unique_slug
 from tests.support.gdpr import error_of
 from tests.support.keys import key_headers, make_key

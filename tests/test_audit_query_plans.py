@@ -14,8 +14,8 @@ from uuid import UUID
 import asyncpg
 import pytest
 
+from service.base.ids import uuid7
 from service.db.pool import connect
-from service.ids import uuid7
 from tests.support.databases import create_database, drop_database
 from tests.support.seeding import seed_balanced
 from tests.test_query_plans import explain

@@ -8,7 +8,7 @@ import pytest
 
 from bench.request_cpu import _request, measure
 from service.app import create_app
-from service.settings import Settings
+from service.settings.options import Settings
 from tests.support.live import admin_key
 
 

@@ -19,7 +19,7 @@ import pytest_asyncio
 from aiohttp import web
 
 from service.app import create_app
-from service.settings import Settings
+from service.settings.options import Settings
 from service.webhooks.sender import WebhookNetwork
 from tests.conftest import base_env
 from tests.support import browser as chromium

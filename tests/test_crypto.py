@@ -10,7 +10,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from service.crypto import (
+from service.base.crypto import (
     PURPOSE_CONFIG,
     PURPOSE_WEBHOOK_SECRET,
     DecryptionError,

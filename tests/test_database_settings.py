@@ -1,4 +1,4 @@
-"""The replica, PgBouncer and direct-connection settings (service/database_settings.py),
+"""The replica, PgBouncer and direct-connection settings (service/settings/database.py),
 and the consistency token's form (service/db/consistency.py)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from service.db.consistency import InvalidToken, decode_token, encode_token
 from service.db.pool import server_settings
 from service.db.replicas import label_of
-from service.settings import ConfigError, Settings
+from service.settings.options import ConfigError, Settings
 
 
 def settings(tmp_path: Path, **env: str) -> Settings:

@@ -11,7 +11,7 @@ import pytest
 from service.app import WEBHOOK_RUNTIME
 from service.db.pool import connect
 from service.http.appkeys import DEPS
-from service.settings import Settings
+from service.settings.options import Settings
 from service.usecases.webhooks.deliveries import INACTIVE, DeliveryAttempts, retry_delay
 from tests.conftest import base_env
 from tests.support.api import create_tenant, get_json

@@ -13,16 +13,16 @@ from uuid import UUID
 import pytest
 
 from service.app import create_app
-from service.crypto import (
+from service.base.crypto import (
     PURPOSE_WEBHOOK_SECRET,
     DecryptionError,
     decrypt_with,
     encrypt_with,
     webhook_aad,
 )
+from service.base.ids import uuid7
 from service.http.appkeys import DATABASE, KEYRING, USE_CASES
-from service.ids import uuid7
-from service.settings import Settings
+from service.settings.options import Settings
 from tests.conftest import ENCRYPTION_KEY, base_env
 from tests.support.api import create_tenant, get_json
 from tests.support.entries import put_config

@@ -23,7 +23,7 @@ from aiohttp.test_utils import TestClient
 
 from service.app import create_app
 from service.http.appkeys import AUTHENTICATOR, READ_CACHE
-from service.settings import Settings
+from service.settings.options import Settings
 from tests.conftest import base_env
 from tests.support.api import unique_slug
 from tests.support.cluster import Cluster, find_binaries, streaming_cluster

@@ -22,7 +22,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from service.app import create_app
-from service.settings import Settings
+from service.settings.options import Settings
 from tests.conftest import base_env
 from tests.support.api import create_tenant, unique_slug
 from tests.support.databases import create_database, create_template

@@ -14,7 +14,7 @@ import asyncpg
 import pytest
 
 from service.server import PortUnavailable, serve
-from service.settings import Settings
+from service.settings.options import Settings
 from tests.conftest import base_env
 from tests.support.processes import KEY_CREATED, ServiceProcess, development_key, run_cli
 

@@ -22,7 +22,7 @@ from aiohttp.test_utils import TestClient
 
 from service.app import create_app
 from service.http.appkeys import ENDPOINTS
-from service.settings import Settings
+from service.settings.options import Settings
 from tests.conftest import JWT_SECRET, base_env
 from tests.support.api import create_tenant, get_json, unique_slug
 from tests.support.keys import bearer, key_headers, make_key, make_token

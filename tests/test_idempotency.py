@@ -15,7 +15,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from service.auth.principal import Principal
-from service.crypto import PURPOSE_IDEMPOTENT_ANSWER, decrypt_with, idempotency_aad
+from service.base.crypto import PURPOSE_IDEMPOTENT_ANSWER, decrypt_with, idempotency_aad
 from service.usecases.common import idempotency
 from tests.conftest import JWT_SECRET
 from tests.support.api import create_tenant, get_json, unique_slug

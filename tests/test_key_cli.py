@@ -16,7 +16,7 @@ from service import bootstrap
 from service.app import create_app
 from service.bootstrap import bootstrap_admin_key, show_key_once
 from service.http.appkeys import DATABASE, QUERIES
-from service.settings import Settings
+from service.settings.options import Settings
 from tests.conftest import base_env
 from tests.support.processes import REPO_ROOT
 

@@ -1,6 +1,7 @@
-"""Log lines gathered and written together (service/log_lines.py): every line arrives, in
-order, a warning at once and after what was gathered before it, the request line with its
-client-chosen text redacted, and what is gathered at exit is still written."""
+"""Log lines gathered and written together (service/observability/log_lines.py): every
+line arrives, in order, a warning at once and after what was gathered before it, the
+request line with its client-chosen text redacted, and what is gathered at exit is still
+written."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ KEY = "sk_live_" + "A" * 49
 PROGRAM = textwrap.dedent(
     f"""
     import asyncio
-    from service.logs import configure_logging, get_logger, log_request
+    from service.observability.logs import configure_logging, get_logger, log_request
 
     configure_logging("info")
     log = get_logger("probe")

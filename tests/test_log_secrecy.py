@@ -131,7 +131,7 @@ async def test_a_session_with_every_kind_of_secret_logs_none(
 
 def test_anything_shaped_like_a_key_or_token_is_redacted_before_writing() -> None:
     """The net under the rule: a key pasted into a message is still not written."""
-    from service.logs import REDACTED, redact
+    from service.observability.logs import REDACTED, redact
 
     key = "sk_live_" + "A1b2C3d4" * 6 + "x"
     token = make_token(JWT_SECRET)

@@ -13,10 +13,10 @@ from aiohttp.test_utils import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from service.app import create_app
+from service.base.ids import uuid7
 from service.http.appkeys import SETTINGS
-from service.ids import uuid7
-from service.metrics_listener import metrics_app
-from service.settings import Settings
+from service.observability.metrics_listener import metrics_app
+from service.settings.options import Settings
 from tests.conftest import base_env
 from tests.support.access import as_key, create_key
 
@@ -191,7 +191,7 @@ async def test_a_scrape_counts_a_bounded_number_of_rows(client: TestClient, db_c
 async def test_runtime_collectors_build_info_and_no_created_series(client: TestClient) -> None:
     import platform
 
-    from service.metrics import service_version
+    from service.observability.metrics import service_version
 
     resp = await client.get("/metrics", headers=SCRAPER)
     text = await resp.text()

@@ -25,7 +25,7 @@ from structlog.testing import capture_logs
 from service.app import create_app
 from service.auth.jwks import JwksCache, KeysUnavailable
 from service.http.appkeys import AUTHENTICATOR, METRICS
-from service.settings import ConfigError, Settings
+from service.settings.options import ConfigError, Settings
 from tests.conftest import JWT_SECRET, base_env
 from tests.support.api import create_tenant, get_json, unique_slug
 from tests.support.keys import bearer, key_headers, make_token

@@ -12,7 +12,7 @@ from aiohttp.test_utils import TestClient
 from openapi_spec_validator import validate
 
 from service.app import apis
-from service.errors import STATUS_BY_CODE
+from service.base.errors import STATUS_BY_CODE
 from service.http.appkeys import ENDPOINTS
 from service.http.openapi import (
     IDEMPOTENCY_KEY,

@@ -17,7 +17,7 @@ from aiohttp.test_utils import TestClient
 
 from service.app import create_app
 from service.http.appkeys import AUTHENTICATOR
-from service.settings import Settings
+from service.settings.options import Settings
 from tests.conftest import base_env
 from tests.support.api import create_tenant, unique_slug
 from tests.support.cluster import Cluster, create_database, find_binaries

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from service.app import create_app
-from service.secret_strength import weakness
-from service.settings import ConfigError, Settings
+from service.settings.options import ConfigError, Settings
+from service.settings.secret_strength import weakness
 from tests.conftest import base_env
 from tests.support.keys import make_key
 

@@ -11,7 +11,7 @@ import redis.asyncio as redis_client
 
 from service.app import create_app
 from service.ratelimit.limiter import RETRY_REDIS_SECONDS
-from service.settings import Settings
+from service.settings.options import Settings
 from tests.conftest import base_env
 from tests.support.access import as_key, create_key
 from tests.support.keys import key_headers

@@ -13,12 +13,12 @@ from urllib.parse import urlsplit
 import pytest
 
 from service.auth.key_listener import KeyChangeListener
+from service.base.etags import Rendered
 from service.caches import read_cache
 from service.caches.announcements import Change
 from service.caches.key_cache import KeyCache
 from service.caches.read_cache import CachedRead, ReadCache
 from service.db.consistency import decode_token, requiring
-from service.etags import Rendered
 from service.http.appkeys import DATABASE, READ_CACHE, REPOSITORIES
 from service.repositories.context import ResolvedContext
 from tests.support.access import as_key, create_key

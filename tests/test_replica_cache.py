@@ -19,7 +19,7 @@ from aiohttp.test_utils import TestClient
 from service.app import create_app
 from service.caches.read_cache import ReadCache
 from service.http.appkeys import DATABASE, READ_CACHE, REPOSITORIES
-from service.settings import Settings
+from service.settings.options import Settings
 from tests.conftest import base_env
 from tests.support.api import create_tenant
 from tests.support.cluster import Cluster, find_binaries, migrated_pair, streaming_cluster

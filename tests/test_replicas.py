@@ -17,7 +17,7 @@ from service.app import create_app
 from service.db.consistency import decode_token
 from service.db.replicas import Replica, ReplicaSet
 from service.http.appkeys import DATABASE, READ_CACHE
-from service.settings import Settings
+from service.settings.options import Settings
 from tests.conftest import base_env
 from tests.support.api import create_tenant, unique_slug
 from tests.support.cluster import Cluster, find_binaries, migrated_pair, streaming_cluster

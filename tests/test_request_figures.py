@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-from service.metrics import LATENCY_BUCKETS, NAMESPACE
-from service.request_figures import RequestFigures
+from service.observability.metrics import LATENCY_BUCKETS, NAMESPACE
+from service.observability.request_figures import RequestFigures
 
 DOCS = ("requests help", "latency help")
 # On a bound, between bounds, below the first, past the last, and one route twice.

@@ -10,8 +10,8 @@ import asyncpg
 import pytest
 from aiohttp.test_utils import TestClient
 
+from service.base.ids import uuid7
 from service.http.appkeys import USE_CASES
-from service.ids import uuid7
 from tests.support.api import create_tenant, get_json
 from tests.support.gdpr import add_delivery, add_webhook, error_of
 from tests.support.invariants import tree_problems

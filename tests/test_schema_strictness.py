@@ -15,10 +15,10 @@ from aiohttp.test_utils import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.durations import DURATION_PATTERN, InvalidDuration, parse_duration
+from service.base.durations import DURATION_PATTERN, InvalidDuration, parse_duration
 from service.schemas.config import ENCRYPTION_KEY_PATTERN
 from service.schemas.webhooks import URL_PATTERN
-from service.settings import decode_encryption_key
+from service.settings.reader import decode_encryption_key
 from service.webhooks.signing import (
     MAX_SECRET_LENGTH,
     MIN_SECRET_LENGTH,

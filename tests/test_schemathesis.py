@@ -43,7 +43,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from service.app import apis
-from service.errors import STATUS_BY_CODE
+from service.base.errors import STATUS_BY_CODE
 from service.http.openapi import build_document
 from service.http.routing import register
 from tests.conftest import HMAC_SECRET, base_env

@@ -20,7 +20,7 @@ from service.app import create_app
 from service.caches.read_cache import Kind, ReadCache
 from service.http.appkeys import READ_CACHE, REPOSITORIES
 from service.http.freshness import hear_own_changes
-from service.settings import Settings
+from service.settings.options import Settings
 from tests.support.api import create_tenant, get_json, move, unique_slug
 from tests.support.entries import context, put_config
 

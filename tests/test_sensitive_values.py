@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from service.crypto import (
+from service.base.crypto import (
     PURPOSE_CONFIG,
     PURPOSE_WEBHOOK_SECRET,
     DecryptionError,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from service.durations import InvalidDuration, parse_duration
-from service.settings import ConfigError, Settings
+from service.base.durations import InvalidDuration, parse_duration
+from service.settings.options import ConfigError, Settings
 
 STRONG = {
     "JWT_SECRET": secrets.token_urlsafe(48),

@@ -1,4 +1,4 @@
-"""OpenTelemetry traces (service/tracing.py) through the SDK's in-memory exporter: a
+"""OpenTelemetry traces (service/observability/tracing.py) through the SDK's in-memory exporter: a
 request with a W3C traceparent gives a server span in the caller's trace, one child span
 per named query, and the request's log line carries the trace id. Without OTEL_* set,
 tracing stays off and OpenTelemetry is not even imported."""
@@ -18,10 +18,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, format_span_id, format_trace_id
 
-from service import tracing
 from service.app import create_app
 from service.http.appkeys import QUERIES
-from service.settings import Settings
+from service.observability import tracing
+from service.settings.options import Settings
 from tests.support.api import create_tenant
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -115,7 +115,7 @@ def test_off_nothing_of_opentelemetry_is_imported() -> None:
         "import sys\n"
         "from service.app import create_app\n"
         "from service.server import serve\n"
-        "from service import tracing\n"
+        "from service.observability import tracing\n"
         "assert not tracing.configure({}), 'on without OTEL_*'\n"
         "assert tracing.TRACER is None and tracing.middlewares() == []\n"
         # redis imports the OpenTelemetry API itself when it is installed; the tracing

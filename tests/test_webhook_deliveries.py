@@ -17,7 +17,7 @@ from aiohttp import web
 
 from service.app import WEBHOOK_RUNTIME, create_app
 from service.http.appkeys import DATABASE
-from service.settings import Settings
+from service.settings.options import Settings
 from tests.conftest import ENCRYPTION_KEY
 from tests.support.api import create_tenant, get_json
 from tests.support.keys import key_headers

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from service.db.pool import connect
-from service.settings import Settings
+from service.settings.options import Settings
 from tests.conftest import base_env
 from tests.support.api import create_tenant
 

@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 
 from service.app import create_app
-from service.settings import Settings
+from service.settings.options import Settings
 from tests.conftest import base_env
 from tests.support.api import create_tenant, get_json
 from tests.support.gdpr import error_of

@@ -19,7 +19,7 @@ from aiohttp import web
 from standardwebhooks import Webhook
 
 from service.app import create_app
-from service.settings import Settings
+from service.settings.options import Settings
 from tests.conftest import ENCRYPTION_KEY
 from tests.support.api import create_tenant
 from tests.support.webhooks import (

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from service.app import create_app
 from service.http.appkeys import METRICS
-from service.settings import Settings
+from service.settings.options import Settings
 from tests.support.api import create_tenant, get_json
 from tests.support.webhooks import (
     ISO_MS,

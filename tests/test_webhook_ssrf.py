@@ -15,9 +15,9 @@ import pytest
 from aiohttp import web
 
 from service.app import create_app
+from service.base.ids import uuid7
 from service.http.appkeys import DATABASE, DEPS
-from service.ids import uuid7
-from service.settings import Settings
+from service.settings.options import Settings
 from service.webhooks.addresses import blocked_reason
 from service.webhooks.envelope import seal_secret
 from service.webhooks.sender import WebhookNetwork

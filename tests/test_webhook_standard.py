@@ -21,7 +21,7 @@ from standardwebhooks import Webhook
 
 from service.app import create_app
 from service.http.appkeys import DATABASE, DEPS
-from service.settings import Settings
+from service.settings.options import Settings
 from service.webhooks.envelope import seal_secret
 from service.webhooks.signing import (
     InvalidSecret,

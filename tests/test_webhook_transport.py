@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from service.settings import Settings
+from service.settings.options import Settings
 from tests.conftest import base_env
 
 TIMEOUT = 0.5

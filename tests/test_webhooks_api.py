@@ -9,9 +9,9 @@ from typing import Any
 import orjson
 import pytest
 
-from service.crypto import PURPOSE_WEBHOOK_SECRET, DecryptionError, webhook_aad
+from service.base.crypto import PURPOSE_WEBHOOK_SECRET, DecryptionError, webhook_aad
 from service.http.appkeys import DEPS
-from service.settings import Settings
+from service.settings.options import Settings
 from tests.conftest import base_env
 from tests.support.api import create_tenant, get_json
 from tests.support.keys import key_headers

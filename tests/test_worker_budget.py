@@ -15,7 +15,7 @@ import pytest
 
 from service.ratelimit.buckets import Limit
 from service.ratelimit.limiter import RateLimiter, worker_share
-from service.settings import Settings
+from service.settings.options import Settings
 from tests.conftest import HMAC_SECRET, base_env
 from tests.support.live import admin_key
 from tests.support.processes import REPO_ROOT, ServiceProcess

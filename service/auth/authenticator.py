@@ -31,14 +31,14 @@ from service.auth.key_listener import KeyChangeListener
 from service.auth.keys import hash_key, parse_key
 from service.auth.principal import Principal
 from service.auth.usage import UsageRecorder
+from service.base.errors import ServiceError
 from service.caches.key_cache import KeyCache
 from service.caches.read_cache import ReadCache
 from service.db.pool import Database
-from service.errors import ServiceError
 from service.ratelimit.buckets import Decision, Limit
 from service.ratelimit.limiter import RateLimiter
 from service.repositories.api_keys import ApiKeysRepository, KeyCredentials
-from service.settings import Settings
+from service.settings.options import Settings
 
 # Keys whose checksum and hash are remembered, and cached keys' callers (each map is
 # emptied when full: only valid-shaped keys enter it).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from service.auth.principal import Principal
-from service.errors import ServiceError
+from service.base.errors import ServiceError
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 ADMIN_PREFIXES = (

@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from service.auth.principal import SCOPES, Principal
-from service.errors import ServiceError
-from service.settings import Settings
+from service.base.errors import ServiceError
+from service.settings.options import Settings
 
 DEFAULT_SCOPE_CLAIMS = ("scopes", "scope", "scp")
 MAX_CLAIM_TEXT = 255

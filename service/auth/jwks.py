@@ -21,9 +21,9 @@ from typing import Any
 import aiohttp
 import jwt
 
-from service.identity_settings import ASYMMETRIC_ALGORITHMS
-from service.logs import get_logger
-from service.settings import Settings
+from service.observability.logs import get_logger
+from service.settings.identity import ASYMMETRIC_ALGORITHMS
+from service.settings.options import Settings
 
 log = get_logger("service.auth.jwks")
 REFETCH_INTERVAL_SECONDS = 30.0

@@ -16,8 +16,8 @@ import jwt
 from service.auth.claims import invalid_token, principal_from_claims
 from service.auth.jwks import REFETCH_INTERVAL_SECONDS, JwksCache, KeysUnavailable
 from service.auth.principal import Principal
-from service.errors import ServiceError
-from service.settings import Settings
+from service.base.errors import ServiceError
+from service.settings.options import Settings
 
 LEEWAY_SECONDS = 30
 MAX_TOKEN_LENGTH = 8192

@@ -20,7 +20,7 @@ import asyncpg
 
 from service.caches.key_cache import KeyCache
 from service.caches.read_cache import ReadCache
-from service.logs import get_logger
+from service.observability.logs import get_logger
 
 log = get_logger("service.auth.listener")
 CHANNEL = "tenant_service_api_keys"

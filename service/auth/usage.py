@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 from service.db.pool import Database
-from service.logs import get_logger
+from service.observability.logs import get_logger
 from service.repositories.api_keys import ApiKeysRepository
 
 log = get_logger("service.auth.usage")

@@ -42,9 +42,9 @@ from dataclasses import dataclass
 from typing import Protocol
 from uuid import UUID
 
+from service.base.etags import Rendered
 from service.caches.announcements import EVERYTHING, Change, Kind, Marker, parse, path_ids
 from service.db.consistency import required_position
-from service.etags import Rendered
 
 DEFAULT_MAX_ENTRIES = 20_000
 # Changes remembered for reads in flight; a read older than all of them is not cached.

@@ -6,7 +6,7 @@ import asyncio
 
 import asyncpg
 
-from service.errors import FieldError, ServiceError
+from service.base.errors import FieldError, ServiceError
 
 _BY_CONSTRAINT: dict[str, tuple[str, str]] = {
     "tenants_slug_key": ("CONFLICT", "a tenant with this slug already exists"),

@@ -22,14 +22,14 @@ import asyncpg
 import orjson
 from asyncpg.transaction import Transaction
 
+from service.base.errors import RetryTransaction
 from service.db.consistency import primary_only, required_position
 from service.db.errors import is_unavailable, service_unavailable
 from service.db.held import HeldTransaction, current_hold
 from service.db.queries import Queries
 from service.db.replicas import Replica, ReplicaSet
 from service.db.replication import ReplicationRepository
-from service.errors import RetryTransaction
-from service.settings import Settings
+from service.settings.options import Settings
 
 T = TypeVar("T")
 Connection = asyncpg.Connection

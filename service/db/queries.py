@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol, cast, get_args
 
 import asyncpg
 
-from service import tracing
+from service.observability import tracing
 
 Shape = Literal["one", "value", "many", "exec"]
 SHAPES: tuple[Shape, ...] = get_args(Shape)

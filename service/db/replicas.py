@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 import asyncpg
 
 from service.db.replication import ReplicationRepository
-from service.logs import get_logger
+from service.observability.logs import get_logger
 
 log = get_logger("service.db.replicas")
 BACKOFF_START_SECONDS = 0.5

@@ -24,10 +24,10 @@ from typing import Any
 
 import asyncpg
 
+from service.base.errors import ServiceError
 from service.db.errors import is_unavailable
 from service.db.pool import connect
-from service.errors import ServiceError
-from service.logs import get_logger
+from service.observability.logs import get_logger
 from service.repositories.deliveries import Claim
 from service.usecases.common.deps import Deps
 from service.usecases.webhooks.deliveries import DeliveryAttempts

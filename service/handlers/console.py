@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from service.base.errors import ServiceError
+from service.base.etags import none_match
 from service.console.assets import CONTENT_TYPES, INDEX, Asset
-from service.errors import ServiceError
-from service.etags import none_match
 from service.http.appkeys import CONSOLE_ASSETS
 from service.http.routing import FRESH_GET, Api
 

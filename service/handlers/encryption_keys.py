@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from service.errors import ServiceError
+from service.base.errors import ServiceError
 from service.http.appkeys import use_cases
 from service.http.middleware import actor_of, principal_of
 from service.http.requests import read_body

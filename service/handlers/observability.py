@@ -1,5 +1,5 @@
 """The OpenAPI document (no credentials) and the Prometheus metrics (METRICS_TOKEN on
-this port; service/metrics_listener.py serves them on METRICS_PORT)."""
+this port; service/observability/metrics_listener.py serves them on METRICS_PORT)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import hmac
 
 from aiohttp import web
 
-from service.errors import ServiceError
+from service.base.errors import ServiceError
 from service.http.appkeys import DATABASE, ENDPOINTS, METRICS, OPENAPI, REPOSITORIES, SETTINGS
 from service.http.routing import Api
-from service.logs import get_logger
+from service.observability.logs import get_logger
 
 api = Api("operations")
 log = get_logger("service.metrics")

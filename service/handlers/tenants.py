@@ -20,7 +20,7 @@ from service.http.responses import (
 )
 from service.http.routing import FRESH_GET, IF_MATCH, Api
 from service.http.streaming import stream_json_array
-from service.repositories.tenants import Tenant as TenantRow
+from service.repositories.tenants import TenantRow
 from service.schemas.tenants import (
     ChildrenQuery,
     DescendantsQuery,

@@ -9,7 +9,7 @@ from service.http.middleware import actor_of, principal_of
 from service.http.requests import parse_query, path_uuid, read_body, read_optional_body
 from service.http.responses import json_response, next_page
 from service.http.routing import Api
-from service.repositories.webhooks import Webhook as WebhookRow
+from service.repositories.webhooks import WebhookRow
 from service.schemas.webhooks import (
     DeliveriesQuery,
     DeliveryStatsQuery,
@@ -21,7 +21,7 @@ from service.schemas.webhooks import (
     WebhookCreate,
     WebhookPatch,
 )
-from service.usecases.webhooks.changes import WebhookWithSecret as Created
+from service.usecases.webhooks.changes import CreatedWebhook
 from service.views.webhooks import (
     Delivery,
     DeliveryPage,
@@ -48,7 +48,7 @@ async def answer(request: web.Request, webhook: WebhookRow) -> Webhook:
     return (await answers(request, [webhook]))[0]
 
 
-async def _with_secret(request: web.Request, created: Created) -> WebhookWithSecret:
+async def _with_secret(request: web.Request, created: CreatedWebhook) -> WebhookWithSecret:
     # The only answers that carry the secret: create and rotate-secret.
     health = await use_cases(request).webhook_health.of([created.webhook.id])
     return WebhookWithSecret.with_secret(

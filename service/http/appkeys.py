@@ -8,18 +8,18 @@ import asyncio
 from aiohttp import web
 
 from service.auth.authenticator import Authenticator
+from service.base.crypto import KeyRing
 from service.caches.read_cache import ReadCache
 from service.console.assets import ConsoleAssets
-from service.crypto import KeyRing
 from service.db.pool import Database
 from service.db.queries import Queries
 from service.http.heavy_reads import HeavyReads
 from service.http.openapi import DocumentCache
 from service.http.routing import Endpoint
-from service.metrics import Metrics
+from service.observability.metrics import Metrics
 from service.ratelimit.limiter import RateLimiter
 from service.repositories.registry import Repositories
-from service.settings import Settings
+from service.settings.options import Settings
 from service.usecases.common.deps import Deps
 from service.usecases.registry import UseCases
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Sequence
 
-from service.settings import IPNetwork
+from service.settings.reader import IPNetwork
 
 
 def _trusted(address: str, proxies: Sequence[IPNetwork]) -> bool:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from service.base.errors import FieldError, ServiceError
 from service.db.consistency import HEADER, InvalidToken, decode_token, encode_token, requiring
-from service.errors import FieldError, ServiceError
 from service.http.appkeys import DATABASE
 from service.http.freshness import WRITE_POSITION
 from service.http.routing import Handler

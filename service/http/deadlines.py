@@ -29,7 +29,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
 
-from service.logs import get_logger
+from service.observability.logs import get_logger
 
 log = get_logger("service.http.deadlines")
 

@@ -18,7 +18,7 @@ from aiohttp import web
 from service.http.appkeys import DATABASE, ENDPOINTS, READ_CACHE, REPOSITORIES
 from service.http.middleware import exchange_of
 from service.http.routing import Handler, endpoint_for
-from service.logs import get_logger
+from service.observability.logs import get_logger
 
 log = get_logger("service.http.freshness")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})

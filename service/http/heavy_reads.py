@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from service.errors import ServiceError
+from service.base.errors import ServiceError
 
 RETRY_AFTER = {"Retry-After": "1"}
 

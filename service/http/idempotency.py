@@ -14,8 +14,8 @@ import re
 import asyncpg
 from aiohttp import web
 
+from service.base.errors import FieldError, ServiceError
 from service.db.held import HeldTransaction, holding
-from service.errors import FieldError, ServiceError
 from service.http.appkeys import DATABASE, ENDPOINTS, use_cases
 from service.http.middleware import exchange_of
 from service.http.routing import Handler, endpoint_for

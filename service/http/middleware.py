@@ -18,16 +18,16 @@ from aiohttp.typedefs import Middleware
 from service.auth.authenticator import Authenticator
 from service.auth.authorization import authorize
 from service.auth.principal import Actor, Principal
+from service.base.errors import RetryTransaction, ServiceError
 from service.db.errors import service_unavailable, translate_db_error
-from service.errors import RetryTransaction, ServiceError
 from service.http.clients import client_address
 from service.http.conventions import finish_headers
 from service.http.responses import error_response
 from service.http.routing import Endpoint, Handler, endpoint_for
-from service.logs import get_logger, log_request, request_lines_wanted
-from service.metrics import Metrics
+from service.observability.logs import get_logger, log_request, request_lines_wanted
+from service.observability.metrics import Metrics
 from service.ratelimit.buckets import Decision
-from service.settings import IPNetwork
+from service.settings.reader import IPNetwork
 
 log = get_logger("service.http")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")

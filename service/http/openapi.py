@@ -30,7 +30,7 @@ from typing import Any
 import msgspec
 import orjson
 
-from service.errors import STATUS_BY_CODE
+from service.base.errors import STATUS_BY_CODE
 from service.http.openapi_components import (
     HEADERS,
     JSON,

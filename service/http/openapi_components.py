@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from service.errors import STATUS_BY_CODE
+from service.base.errors import STATUS_BY_CODE
 
 REF = "#/components/schemas/{name}"
 JSON = "application/json"

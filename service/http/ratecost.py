@@ -14,7 +14,7 @@ import msgspec
 from aiohttp import web
 
 from service.auth.authenticator import bucket_of, rate_limited
-from service.errors import validation_error
+from service.base.errors import validation_error
 from service.http.appkeys import RATE_LIMITER
 from service.http.middleware import exchange_of, principal_of
 

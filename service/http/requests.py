@@ -13,7 +13,7 @@ import msgspec
 import orjson
 from aiohttp import web
 
-from service.errors import FieldError, ServiceError
+from service.base.errors import FieldError, ServiceError
 
 T = TypeVar("T")
 _AT = re.compile(r"^(?P<message>.*?)(?: - at (?P<key>`key` in )?`(?P<path>[^`]*)`)?$", re.DOTALL)

@@ -9,8 +9,8 @@ from uuid import UUID
 
 from aiohttp import web
 
-from service.errors import ServiceError
-from service.etags import Rendered, none_match
+from service.base.errors import ServiceError
+from service.base.etags import Rendered, none_match
 from service.views.base import encode
 
 

@@ -18,10 +18,10 @@ import time
 
 from redis.exceptions import RedisError
 
-from service.logs import get_logger
+from service.observability.logs import get_logger
 from service.ratelimit.buckets import Decision, Limit, LocalBuckets
 from service.ratelimit.redis_buckets import RedisBuckets
-from service.settings import Settings
+from service.settings.options import Settings
 
 log = get_logger("service.ratelimit")
 RETRY_REDIS_SECONDS = 1.0

@@ -13,7 +13,7 @@ from service.db.repository import NamedSql, Repository
 
 
 @dataclass(frozen=True, slots=True)
-class ApiKey:
+class ApiKeyRow:
     id: UUID
     tenant_id: UUID | None
     name: str
@@ -31,14 +31,14 @@ class ApiKey:
     rotated_from: UUID | None
 
 
-_KEY_FIELDS = tuple(f.name for f in fields(ApiKey))
+_KEY_FIELDS = tuple(f.name for f in fields(ApiKeyRow))
 
 
 @dataclass(frozen=True, slots=True)
 class StoredKey:
     """A key as requests see it: with its role's scopes and its tenant's ancestry path."""
 
-    key: ApiKey
+    key: ApiKeyRow
     role_scopes: list[str] | None
     tenant_path: str | None
 
@@ -48,7 +48,7 @@ class StoredKey:
 
 
 def _stored(row: asyncpg.Record) -> StoredKey:
-    key = ApiKey(**{name: row[name] for name in _KEY_FIELDS})
+    key = ApiKeyRow(**{name: row[name] for name in _KEY_FIELDS})
     return StoredKey(key, row["role_scopes"], row["tenant_path"])
 
 
@@ -135,7 +135,7 @@ class ApiKeysRepository(Repository):
     _leaving = NamedSql("list_api_keys_leaving_role_subtree")
     _outside = NamedSql("count_api_keys_outside_role_subtree")
 
-    async def insert_api_key(self, conn: asyncpg.Connection, key: NewApiKey) -> ApiKey:
+    async def insert_api_key(self, conn: asyncpg.Connection, key: NewApiKey) -> ApiKeyRow:
         row = await self._insert.one(
             conn,
             key_id=key.id,
@@ -153,7 +153,7 @@ class ApiKeysRepository(Repository):
             rotated_from=key.rotated_from,
         )
         assert row is not None
-        return ApiKey(**row)
+        return ApiKeyRow(**row)
 
     async def get_api_key(self, conn: asyncpg.Connection, key_id: UUID) -> StoredKey | None:
         row = await self._get.one(conn, key_id=key_id)

@@ -10,7 +10,7 @@ from uuid import UUID
 import asyncpg
 
 from service.db.repository import NamedSql, Repository
-from service.repositories.audit_logs import AuditEntry
+from service.repositories.audit_logs import AuditEntryRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +27,7 @@ class ChainLink:
     changes_digest: bytes
     prev_hash: bytes
     entry_hash: bytes
-    entry: AuditEntry | None  # None: the entry is gone (purged, or deleted behind our back)
+    entry: AuditEntryRow | None  # None: the entry is gone (purged, or deleted behind our back)
     changes_text: str | None  # `changes` as jsonb prints it: the bytes changes_digest covers
 
 
@@ -48,7 +48,7 @@ class ChainAnchor:
 def _link(row: asyncpg.Record) -> ChainLink:
     entry = None
     if row["id"] is not None:
-        entry = AuditEntry(
+        entry = AuditEntryRow(
             id=row["id"],
             tenant_id=row["tenant_id"],
             actor_id=row["actor_id"],

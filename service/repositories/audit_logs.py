@@ -16,7 +16,7 @@ REDACTED: dict[str, Any] = {"redacted": True}
 
 
 @dataclass(frozen=True, slots=True)
-class AuditEntry:
+class AuditEntryRow:
     id: UUID
     tenant_id: UUID | None
     actor_id: str
@@ -41,11 +41,11 @@ class AuditFilter:
     created_to: datetime | None = None
 
 
-_FIELDS = tuple(f.name for f in fields(AuditEntry))
+_FIELDS = tuple(f.name for f in fields(AuditEntryRow))
 
 
-def _entry(row: asyncpg.Record) -> AuditEntry:
-    return AuditEntry(**{name: row[name] for name in _FIELDS})
+def _entry(row: asyncpg.Record) -> AuditEntryRow:
+    return AuditEntryRow(**{name: row[name] for name in _FIELDS})
 
 
 class AuditLogsRepository(Repository):
@@ -58,7 +58,7 @@ class AuditLogsRepository(Repository):
 
     async def list_audit_logs(
         self, conn: asyncpg.Connection, f: AuditFilter, *, cursor: UUID | None, limit: int
-    ) -> list[AuditEntry]:
+    ) -> list[AuditEntryRow]:
         rows = await self._list.many(
             conn,
             cursor_id=cursor,
@@ -79,7 +79,7 @@ class AuditLogsRepository(Repository):
         *,
         cursor: UUID | None,
         limit: int | None,
-    ) -> list[AuditEntry]:
+    ) -> list[AuditEntryRow]:
         """One tenant's entries, newest first; limit None returns every one."""
         rows = await self._list_tenant.many(
             conn,
@@ -102,7 +102,7 @@ class AuditLogsRepository(Repository):
         *,
         cursor: UUID | None,
         limit: int,
-    ) -> list[AuditEntry]:
+    ) -> list[AuditEntryRow]:
         rows = await self._list_subtree.many(
             conn,
             root_id=root_id,
@@ -118,7 +118,7 @@ class AuditLogsRepository(Repository):
 
     async def get_audit_log(
         self, conn: asyncpg.Connection, entry_id: UUID
-    ) -> tuple[AuditEntry, str | None] | None:
+    ) -> tuple[AuditEntryRow, str | None] | None:
         """The entry and its tenant's current ancestry path (None: no tenant, or purged)."""
         row = await self._get.one(conn, entry_id=entry_id)
         return None if row is None else (_entry(row), row["ancestry_path"])

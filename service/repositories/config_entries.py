@@ -21,7 +21,7 @@ def json_text(value: Any) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class ConfigEntry:
+class ConfigEntryRow:
     tenant_id: UUID
     key: str
     value: Any
@@ -57,14 +57,14 @@ class ConfigEntriesRepository(Repository):
 
     async def list_config_entries(
         self, conn: asyncpg.Connection, tenant_id: UUID
-    ) -> list[ConfigEntry]:
-        return [ConfigEntry(**r) for r in await self._list.many(conn, tenant_id=tenant_id)]
+    ) -> list[ConfigEntryRow]:
+        return [ConfigEntryRow(**r) for r in await self._list.many(conn, tenant_id=tenant_id)]
 
     async def get_config_entry(
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str
-    ) -> ConfigEntry | None:
+    ) -> ConfigEntryRow | None:
         row = await self._get.one(conn, tenant_id=tenant_id, key=key)
-        return None if row is None else ConfigEntry(**row)
+        return None if row is None else ConfigEntryRow(**row)
 
     async def upsert_config_entry(
         self,
@@ -74,7 +74,7 @@ class ConfigEntriesRepository(Repository):
         *,
         locked: bool,
         reveal_to_descendants: bool,
-    ) -> ConfigEntry:
+    ) -> ConfigEntryRow:
         row = await self._upsert_one.one(
             conn,
             tenant_id=tenant_id,
@@ -86,13 +86,13 @@ class ConfigEntriesRepository(Repository):
             reveal_to_descendants=reveal_to_descendants,
         )
         assert row is not None
-        return ConfigEntry(**row)
+        return ConfigEntryRow(**row)
 
     async def delete_config_entry(
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str
-    ) -> ConfigEntry | None:
+    ) -> ConfigEntryRow | None:
         row = await self._delete_one.one(conn, tenant_id=tenant_id, key=key)
-        return None if row is None else ConfigEntry(**row)
+        return None if row is None else ConfigEntryRow(**row)
 
     async def lock_config_keys(self, conn: asyncpg.Connection, writes: Sequence[KeyWrite]) -> None:
         """Hold the key locks of these writes until the transaction ends (the SQL says how)."""

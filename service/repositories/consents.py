@@ -13,7 +13,7 @@ from service.db.repository import NamedSql, Repository
 
 
 @dataclass(frozen=True, slots=True)
-class Consent:
+class ConsentRow:
     id: UUID
     tenant_id: UUID
     purpose: str
@@ -51,13 +51,13 @@ class ConsentsRepository(Repository):
 
     async def get_active_consent(
         self, conn: asyncpg.Connection, tenant_id: UUID, purpose: str
-    ) -> Consent | None:
+    ) -> ConsentRow | None:
         row = await self._active.one(conn, tenant_id=tenant_id, purpose=purpose)
-        return None if row is None else Consent(**row)
+        return None if row is None else ConsentRow(**row)
 
-    async def get_consent(self, conn: asyncpg.Connection, consent_id: UUID) -> Consent | None:
+    async def get_consent(self, conn: asyncpg.Connection, consent_id: UUID) -> ConsentRow | None:
         row = await self._get.one(conn, consent_id=consent_id)
-        return None if row is None else Consent(**row)
+        return None if row is None else ConsentRow(**row)
 
     async def insert_consent(self, conn: asyncpg.Connection, consent: NewConsent) -> None:
         await self._insert.exec(
@@ -72,9 +72,10 @@ class ConsentsRepository(Repository):
 
     async def list_consents(
         self, conn: asyncpg.Connection, tenant_id: UUID, *, purpose: str | None = None
-    ) -> list[Consent]:
+    ) -> list[ConsentRow]:
         return [
-            Consent(**r) for r in await self._list.many(conn, tenant_id=tenant_id, purpose=purpose)
+            ConsentRow(**r)
+            for r in await self._list.many(conn, tenant_id=tenant_id, purpose=purpose)
         ]
 
     async def revoke_consent(

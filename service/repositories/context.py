@@ -23,7 +23,7 @@ class ResolvedConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class ResolvedPermission:
+class ResolvedPermissionRow:
     key: str
     value: bool
     mode: str
@@ -38,7 +38,7 @@ class ResolvedContext:
     isolation_strategy: str
     status: str
     config: list[ResolvedConfig]
-    permissions: list[ResolvedPermission]
+    permissions: list[ResolvedPermissionRow]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +87,7 @@ class ContextRepository(Repository):
                 for c in row["config"]
             ],
             permissions=[
-                ResolvedPermission(
+                ResolvedPermissionRow(
                     key=p["key"],
                     value=p["value"],
                     mode=p["mode"],

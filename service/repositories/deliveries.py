@@ -13,7 +13,7 @@ from service.db.repository import NamedSql, Repository
 
 
 @dataclass(frozen=True, slots=True)
-class Delivery:
+class DeliveryRow:
     id: UUID
     webhook_id: UUID
     event_id: UUID
@@ -35,16 +35,16 @@ class Delivery:
 class ScopedDelivery:
     """A delivery with what the scope check needs: its webhook's tenant and path."""
 
-    delivery: Delivery
+    delivery: DeliveryRow
     webhook_tenant_id: UUID | None
     tenant_path: str | None
 
 
 @dataclass(frozen=True, slots=True)
-class FailedDelivery:
+class FailedDeliveryRow:
     """A dead letter with its webhook and event (the failed list)."""
 
-    delivery: Delivery
+    delivery: DeliveryRow
     webhook_url: str
     webhook_tenant_id: UUID | None
     event_tenant_id: UUID | None
@@ -73,18 +73,18 @@ class Claim:
 
 
 @dataclass(frozen=True, slots=True)
-class DeliveryStats:
+class DeliveryStatsRow:
     total: int
     pending: int
     success: int
     failed: int
 
 
-_DELIVERY_FIELDS = frozenset(Delivery.__dataclass_fields__)
+_DELIVERY_FIELDS = frozenset(DeliveryRow.__dataclass_fields__)
 
 
-def _delivery(row: asyncpg.Record) -> Delivery:
-    return Delivery(**{k: v for k, v in row.items() if k in _DELIVERY_FIELDS})
+def _delivery(row: asyncpg.Record) -> DeliveryRow:
+    return DeliveryRow(**{k: v for k, v in row.items() if k in _DELIVERY_FIELDS})
 
 
 class DeliveriesRepository(Repository):
@@ -182,7 +182,7 @@ class DeliveriesRepository(Repository):
         cursor: UUID | None,
         status: str | None,
         limit: int,
-    ) -> list[Delivery]:
+    ) -> list[DeliveryRow]:
         rows = await self._list.many(
             conn, webhook_id=webhook_id, cursor_id=cursor, status_filter=status, page_size=limit
         )
@@ -190,10 +190,10 @@ class DeliveriesRepository(Repository):
 
     async def delivery_stats(
         self, conn: asyncpg.Connection, *, scope: UUID | None, webhook_id: UUID | None
-    ) -> DeliveryStats:
+    ) -> DeliveryStatsRow:
         row = await self._stats.one(conn, scope_tenant_id=scope, webhook_id=webhook_id)
         assert row is not None
-        return DeliveryStats(**row)
+        return DeliveryStatsRow(**row)
 
     async def list_failed_deliveries(
         self,
@@ -203,12 +203,12 @@ class DeliveriesRepository(Repository):
         webhook_id: UUID | None,
         cursor: UUID | None,
         limit: int,
-    ) -> list[FailedDelivery]:
+    ) -> list[FailedDeliveryRow]:
         rows = await self._failed.many(
             conn, scope_tenant_id=scope, webhook_id=webhook_id, cursor_id=cursor, page_size=limit
         )
         return [
-            FailedDelivery(
+            FailedDeliveryRow(
                 delivery=_delivery(r),
                 webhook_url=r["webhook_url"],
                 webhook_tenant_id=r["webhook_tenant_id"],
@@ -221,7 +221,7 @@ class DeliveriesRepository(Repository):
 
     async def retry_delivery(
         self, conn: asyncpg.Connection, delivery_id: UUID, *, max_attempts: int
-    ) -> Delivery | None:
+    ) -> DeliveryRow | None:
         """The delivery reset to pending, or None when it was not failed."""
         row = await self._retry.one(conn, delivery_id=delivery_id, max_attempts=max_attempts)
         return None if row is None else _delivery(row)

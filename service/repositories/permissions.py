@@ -14,7 +14,7 @@ from service.repositories.key_locks import KeyWrite
 
 
 @dataclass(frozen=True, slots=True)
-class PermissionPolicy:
+class PermissionPolicyRow:
     tenant_id: UUID
     key: str
     value: bool
@@ -33,14 +33,14 @@ class PermissionsRepository(Repository):
 
     async def list_permission_policies(
         self, conn: asyncpg.Connection, tenant_id: UUID
-    ) -> list[PermissionPolicy]:
-        return [PermissionPolicy(**r) for r in await self._list.many(conn, tenant_id=tenant_id)]
+    ) -> list[PermissionPolicyRow]:
+        return [PermissionPolicyRow(**r) for r in await self._list.many(conn, tenant_id=tenant_id)]
 
     async def get_permission_policy(
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str
-    ) -> PermissionPolicy | None:
+    ) -> PermissionPolicyRow | None:
         row = await self._get.one(conn, tenant_id=tenant_id, key=key)
-        return None if row is None else PermissionPolicy(**row)
+        return None if row is None else PermissionPolicyRow(**row)
 
     async def find_locked_permission_keys(
         self, conn: asyncpg.Connection, tenant_id: UUID, keys: Sequence[str]
@@ -53,16 +53,16 @@ class PermissionsRepository(Repository):
 
     async def upsert_permission_policy(
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str, *, value: bool, mode: str
-    ) -> PermissionPolicy:
+    ) -> PermissionPolicyRow:
         row = await self._upsert.one(conn, tenant_id=tenant_id, key=key, value=value, mode=mode)
         assert row is not None
-        return PermissionPolicy(**row)
+        return PermissionPolicyRow(**row)
 
     async def delete_permission_policy(
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str
-    ) -> PermissionPolicy | None:
+    ) -> PermissionPolicyRow | None:
         row = await self._delete.one(conn, tenant_id=tenant_id, key=key)
-        return None if row is None else PermissionPolicy(**row)
+        return None if row is None else PermissionPolicyRow(**row)
 
     async def lock_permission_keys(
         self, conn: asyncpg.Connection, writes: Sequence[KeyWrite]

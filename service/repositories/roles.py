@@ -12,7 +12,7 @@ from service.db.repository import NamedSql, Repository
 
 
 @dataclass(frozen=True, slots=True)
-class Role:
+class RoleRow:
     id: UUID
     tenant_id: UUID | None
     name: str
@@ -51,19 +51,19 @@ class RolesRepository(Repository):
             scopes=role.scopes,
         )
 
-    async def get_role(self, conn: asyncpg.Connection, role_id: UUID) -> Role | None:
+    async def get_role(self, conn: asyncpg.Connection, role_id: UUID) -> RoleRow | None:
         row = await self._get.one(conn, role_id=role_id)
-        return None if row is None else Role(**row)
+        return None if row is None else RoleRow(**row)
 
-    async def lock_role(self, conn: asyncpg.Connection, role_id: UUID) -> Role | None:
+    async def lock_role(self, conn: asyncpg.Connection, role_id: UUID) -> RoleRow | None:
         row = await self._lock.one(conn, role_id=role_id)
-        return None if row is None else Role(**row)
+        return None if row is None else RoleRow(**row)
 
     async def list_roles(
         self, conn: asyncpg.Connection, *, tenant_id: UUID | None, subtree_of: UUID | None
-    ) -> list[Role]:
+    ) -> list[RoleRow]:
         return [
-            Role(**r)
+            RoleRow(**r)
             for r in await self._list.many(conn, tenant_id=tenant_id, subtree_root_id=subtree_of)
         ]
 

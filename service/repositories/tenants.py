@@ -16,7 +16,7 @@ from service.db.repository import NamedSql, Repository
 
 
 @dataclass(frozen=True, slots=True)
-class Tenant:
+class TenantRow:
     id: UUID
     parent_id: UUID | None
     name: str
@@ -102,8 +102,8 @@ def root_of(ancestry_path: str) -> UUID:
     return UUID(ancestry_path[1:37])
 
 
-def _tenant(row: asyncpg.Record) -> Tenant:
-    return Tenant(**row)
+def _tenant(row: asyncpg.Record) -> TenantRow:
+    return TenantRow(**row)
 
 
 def _node(row: asyncpg.Record) -> TenantNode:
@@ -143,17 +143,17 @@ class TenantsRepository(Repository):
     _attach = NamedSql("attach_subtree_closure")
     _rewrite_paths = NamedSql("rewrite_subtree_paths")
 
-    async def get_tenant(self, conn: asyncpg.Connection, tenant_id: UUID) -> Tenant | None:
+    async def get_tenant(self, conn: asyncpg.Connection, tenant_id: UUID) -> TenantRow | None:
         row = await self._get.one(conn, tenant_id=tenant_id)
         return None if row is None else _tenant(row)
 
     async def get_tenants_by_ids(
         self, conn: asyncpg.Connection, ids: Sequence[UUID]
-    ) -> dict[UUID, Tenant]:
+    ) -> dict[UUID, TenantRow]:
         rows = await self._get_many.many(conn, tenant_ids=list(ids))
         return {row["id"]: _tenant(row) for row in rows}
 
-    async def get_tenant_by_slug(self, conn: asyncpg.Connection, slug: str) -> Tenant | None:
+    async def get_tenant_by_slug(self, conn: asyncpg.Connection, slug: str) -> TenantRow | None:
         row = await self._get_by_slug.one(conn, slug=slug)
         return None if row is None else _tenant(row)
 
@@ -212,7 +212,7 @@ class TenantsRepository(Repository):
 
     async def list_tenants(
         self, conn: asyncpg.Connection, *, cursor: UUID | None, status: str, limit: int
-    ) -> list[Tenant]:
+    ) -> list[TenantRow]:
         return [
             _tenant(r)
             for r in await self._list.many(
@@ -228,7 +228,7 @@ class TenantsRepository(Repository):
         cursor: UUID | None,
         status: str,
         limit: int,
-    ) -> list[Tenant]:
+    ) -> list[TenantRow]:
         rows = await self._list_subtree.many(
             conn, root_id=root, cursor_id=cursor, status_filter=status, page_size=limit
         )
@@ -236,7 +236,7 @@ class TenantsRepository(Repository):
 
     async def list_root_tenants(
         self, conn: asyncpg.Connection, *, cursor: UUID | None, status: str, limit: int
-    ) -> list[Tenant]:
+    ) -> list[TenantRow]:
         return [
             _tenant(r)
             for r in await self._list_roots.many(
@@ -255,7 +255,7 @@ class TenantsRepository(Repository):
         cursor: UUID | None,
         status: str,
         limit: int,
-    ) -> list[Tenant]:
+    ) -> list[TenantRow]:
         rows = await self._search.many(
             conn,
             search_text=text,
@@ -288,7 +288,7 @@ class TenantsRepository(Repository):
         cursor: UUID | None = None,
         status: str = "active",
         limit: int | None = None,
-    ) -> list[Tenant]:
+    ) -> list[TenantRow]:
         rows = await self._children.many(
             conn, parent_id=parent_id, cursor_id=cursor, status_filter=status, page_size=limit
         )

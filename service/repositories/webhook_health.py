@@ -13,7 +13,7 @@ from service.db.repository import NamedSql, Repository
 
 
 @dataclass(frozen=True, slots=True)
-class Health:
+class WebhookHealthRow:
     webhook_id: UUID
     attempts_succeeded: int
     attempts_failed: int
@@ -79,9 +79,9 @@ class WebhookHealthRepository(Repository):
 
     async def list_health(
         self, conn: asyncpg.Connection, webhook_ids: Sequence[UUID]
-    ) -> dict[UUID, Health]:
+    ) -> dict[UUID, WebhookHealthRow]:
         rows = await self._list.many(conn, webhook_ids=list(webhook_ids))
-        return {r["webhook_id"]: Health(**r) for r in rows}
+        return {r["webhook_id"]: WebhookHealthRow(**r) for r in rows}
 
     async def mark_disabled(self, conn: asyncpg.Connection, webhook_id: UUID, reason: str) -> None:
         await self._mark.exec(conn, webhook_id=webhook_id, reason=reason)

@@ -12,7 +12,7 @@ from service.db.repository import NamedSql, Repository
 
 
 @dataclass(frozen=True, slots=True)
-class Webhook:
+class WebhookRow:
     id: UUID
     tenant_id: UUID | None
     url: str
@@ -55,8 +55,8 @@ class WebhookWrite:
     previous_secret_expires_at: datetime | None
 
 
-def _webhook(row: asyncpg.Record | None) -> Webhook | None:
-    return None if row is None else Webhook(**row)
+def _webhook(row: asyncpg.Record | None) -> WebhookRow | None:
+    return None if row is None else WebhookRow(**row)
 
 
 class WebhooksRepository(Repository):
@@ -68,7 +68,7 @@ class WebhooksRepository(Repository):
     _rotate = NamedSql("rotate_webhook_secret")
     _delete = NamedSql("delete_webhook")
 
-    async def insert_webhook(self, conn: asyncpg.Connection, new: NewWebhook) -> Webhook:
+    async def insert_webhook(self, conn: asyncpg.Connection, new: NewWebhook) -> WebhookRow:
         row = await self._insert.one(
             conn,
             webhook_id=new.id,
@@ -84,21 +84,21 @@ class WebhooksRepository(Repository):
         assert created is not None
         return created
 
-    async def get_webhook(self, conn: asyncpg.Connection, webhook_id: UUID) -> Webhook | None:
+    async def get_webhook(self, conn: asyncpg.Connection, webhook_id: UUID) -> WebhookRow | None:
         return _webhook(await self._get.one(conn, webhook_id=webhook_id))
 
-    async def lock_webhook(self, conn: asyncpg.Connection, webhook_id: UUID) -> Webhook | None:
+    async def lock_webhook(self, conn: asyncpg.Connection, webhook_id: UUID) -> WebhookRow | None:
         return _webhook(await self._lock.one(conn, webhook_id=webhook_id))
 
     async def list_webhooks(
         self, conn: asyncpg.Connection, *, scope: UUID | None, tenant_id: UUID | None
-    ) -> list[Webhook]:
+    ) -> list[WebhookRow]:
         rows = await self._list.many(conn, scope_tenant_id=scope, tenant_id=tenant_id)
-        return [Webhook(**r) for r in rows]
+        return [WebhookRow(**r) for r in rows]
 
     async def update_webhook(
         self, conn: asyncpg.Connection, webhook_id: UUID, write: WebhookWrite
-    ) -> Webhook:
+    ) -> WebhookRow:
         row = await self._update.one(
             conn,
             webhook_id=webhook_id,
@@ -122,7 +122,7 @@ class WebhooksRepository(Repository):
         encrypted_secret: str,
         *,
         overlap_seconds: float,
-    ) -> Webhook:
+    ) -> WebhookRow:
         row = await self._rotate.one(
             conn,
             webhook_id=webhook_id,

@@ -9,7 +9,7 @@ from uuid import UUID
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from service.durations import DURATION_PATTERN
+from service.base.durations import DURATION_PATTERN
 from service.schemas.common import NO_NUL, Strict, check_text
 
 Scope = Literal["read", "write", "admin"]

@@ -10,7 +10,7 @@ from uuid import UUID
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from service.errors import validation_error
+from service.base.errors import validation_error
 from service.schemas.common import NonNull, Strict, check_config_value
 
 PermissionMode = Literal["INHERIT", "LOCKED", "LOCAL"]

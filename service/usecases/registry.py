@@ -12,8 +12,8 @@ from service.usecases.common.idempotency import IdempotentAnswers
 from service.usecases.compliance.audit import AuditQueries
 from service.usecases.compliance.audit_chain import AuditChain
 from service.usecases.compliance.consents import Consents
-from service.usecases.compliance.export import TenantExport
-from service.usecases.compliance.key_rotation import EncryptionKeyRotation
+from service.usecases.compliance.export import TenantExports
+from service.usecases.compliance.key_rotation import EncryptionKeyRotations
 from service.usecases.compliance.purge import TenantPurge
 from service.usecases.compliance.regions import RegionMigrations
 from service.usecases.compliance.retention import Retention
@@ -24,11 +24,11 @@ from service.usecases.entries.permissions import PermissionPolicies
 from service.usecases.keys.commands import ApiKeyCommands
 from service.usecases.keys.queries import ApiKeyQueries
 from service.usecases.keys.roles import RoleManagement
-from service.usecases.keys.signed_in import SignedIn
+from service.usecases.keys.signed_in import SessionReads
 from service.usecases.tenants.changes import TenantChanges
-from service.usecases.tenants.context import TenantContext
+from service.usecases.tenants.context import ContextReads
 from service.usecases.tenants.creation import TenantCreation
-from service.usecases.tenants.move_preview import MovePreview
+from service.usecases.tenants.move_preview import MovePreviews
 from service.usecases.tenants.moves import TenantMoves
 from service.usecases.tenants.queries import TenantQueries
 from service.usecases.webhooks.changes import WebhookChanges
@@ -45,8 +45,8 @@ class UseCases:
     tenant_creation: TenantCreation
     tenant_changes: TenantChanges
     tenant_moves: TenantMoves
-    move_preview: MovePreview
-    tenant_context: TenantContext
+    move_preview: MovePreviews
+    tenant_context: ContextReads
     # a tenant's entries
     config_entries: ConfigEntries
     config_impact: ConfigImpact
@@ -56,7 +56,7 @@ class UseCases:
     api_key_commands: ApiKeyCommands
     api_key_queries: ApiKeyQueries
     role_management: RoleManagement
-    signed_in: SignedIn
+    signed_in: SessionReads
     # webhooks
     webhook_changes: WebhookChanges
     webhook_queries: WebhookQueries
@@ -67,11 +67,11 @@ class UseCases:
     audit_queries: AuditQueries
     audit_chain: AuditChain
     consents: Consents
-    tenant_export: TenantExport
+    tenant_export: TenantExports
     tenant_purge: TenantPurge
     region_migrations: RegionMigrations
     retention: Retention
-    encryption_key_rotation: EncryptionKeyRotation
+    encryption_key_rotation: EncryptionKeyRotations
     # shared
     idempotent_answers: IdempotentAnswers
 
@@ -84,8 +84,8 @@ class UseCases:
             tenant_creation=TenantCreation(deps),
             tenant_changes=TenantChanges(deps),
             tenant_moves=TenantMoves(deps),
-            move_preview=MovePreview(deps),
-            tenant_context=TenantContext(deps, reads),
+            move_preview=MovePreviews(deps),
+            tenant_context=ContextReads(deps, reads),
             config_entries=ConfigEntries(deps),
             config_impact=ConfigImpact(deps),
             permission_impact=PermissionImpact(deps),
@@ -93,7 +93,7 @@ class UseCases:
             api_key_commands=ApiKeyCommands(deps, keys),
             api_key_queries=ApiKeyQueries(deps),
             role_management=RoleManagement(deps, keys),
-            signed_in=SignedIn(deps),
+            signed_in=SessionReads(deps),
             webhook_changes=WebhookChanges(deps, sender.guard),
             webhook_queries=WebhookQueries(deps),
             webhook_testing=WebhookTesting(deps, sender),
@@ -102,10 +102,10 @@ class UseCases:
             audit_queries=AuditQueries(deps),
             audit_chain=AuditChain(deps),
             consents=Consents(deps),
-            tenant_export=TenantExport(deps),
+            tenant_export=TenantExports(deps),
             tenant_purge=TenantPurge(deps, keys),
             region_migrations=RegionMigrations(deps),
             retention=Retention(deps, keys),
-            encryption_key_rotation=EncryptionKeyRotation(deps),
+            encryption_key_rotation=EncryptionKeyRotations(deps),
             idempotent_answers=IdempotentAnswers(deps),
         )

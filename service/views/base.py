@@ -8,10 +8,10 @@ from typing import Annotated, Any
 
 import msgspec
 
-from service.etags import Rendered, etag_of_bytes
-from service.timefmt import iso
+from service.base.etags import Rendered, etag_of_bytes
+from service.base.timefmt import iso
 
-# Every timestamp is UTC with milliseconds and a Z (service/timefmt.py): an RFC 3339
+# Every timestamp is UTC with milliseconds and a Z (service/base/timefmt.py): an RFC 3339
 # date-time, kept as the text the API sends.
 Instant = Annotated[str, msgspec.Meta(extra_json_schema={"format": "date-time"})]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any, Literal
 from uuid import UUID
 
-from service.repositories.audit_logs import AuditEntry as AuditRow
-from service.repositories.consents import Consent as ConsentRow
+from service.repositories.audit_logs import AuditEntryRow
+from service.repositories.consents import ConsentRow
 from service.views.base import AlwaysTrue, Instant, View, instant, instant_or_none
 from service.views.entries import ConfigEntry, PermissionPolicy
 from service.views.keys import ApiKey, Role
@@ -29,7 +29,7 @@ class AuditEntry(View):
     created_at: Instant
 
     @classmethod
-    def of(cls, e: AuditRow) -> AuditEntry:
+    def of(cls, e: AuditEntryRow) -> AuditEntry:
         return cls(
             id=e.id,
             tenant_id=e.tenant_id,

@@ -9,9 +9,9 @@ from uuid import UUID
 
 import msgspec
 
-from service.repositories.config_entries import ConfigEntry as EntryRow
+from service.repositories.config_entries import ConfigEntryRow
 from service.repositories.context import ResolvedContext
-from service.repositories.permissions import PermissionPolicy as PolicyRow
+from service.repositories.permissions import PermissionPolicyRow
 from service.schemas.config import PermissionMode
 from service.schemas.tenants import IsolationStrategy
 from service.views.base import Instant, View, instant
@@ -33,7 +33,7 @@ class ConfigEntry(View):
     updated_at: Instant
 
     @classmethod
-    def of(cls, entry: EntryRow, shown_value: Any) -> ConfigEntry:
+    def of(cls, entry: ConfigEntryRow, shown_value: Any) -> ConfigEntry:
         """The entry with its value as the caller may see it ("***" unless revealed)."""
         return cls(
             key=entry.key,
@@ -54,7 +54,7 @@ class PermissionPolicy(View):
     updated_at: Instant
 
     @classmethod
-    def of(cls, policy: PolicyRow) -> PermissionPolicy:
+    def of(cls, policy: PermissionPolicyRow) -> PermissionPolicy:
         return cls(
             key=policy.key,
             value=policy.value,

@@ -7,16 +7,15 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 from uuid import UUID
 
-from service.repositories.api_keys import ApiKey as KeyRow
-from service.repositories.api_keys import StoredKey
-from service.repositories.roles import Role as RoleRow
+from service.repositories.api_keys import ApiKeyRow, StoredKey
+from service.repositories.roles import RoleRow
 from service.schemas.api_keys import Scope
 from service.views.base import Instant, View, instant, instant_or_none
 
 KeyStatus = Literal["active", "revoked", "expired"]
 
 
-def api_key_status(key: KeyRow, now: datetime | None = None) -> KeyStatus:
+def api_key_status(key: ApiKeyRow, now: datetime | None = None) -> KeyStatus:
     now = now or datetime.now(UTC)
     if key.revoked_at is not None and key.revoked_at <= now:
         return "revoked"
@@ -53,12 +52,12 @@ class ApiKeyWithPlaintext(ApiKey):
 
     @classmethod
     def issued(
-        cls, key: KeyRow, plaintext: str, *, role_scopes: list[str] | None = None
+        cls, key: ApiKeyRow, plaintext: str, *, role_scopes: list[str] | None = None
     ) -> ApiKeyWithPlaintext:
         return cls(**_key_fields(key, role_scopes, None), plaintext_key=plaintext)
 
 
-def _key_fields(key: KeyRow, role_scopes: list[str] | None, now: datetime | None) -> Any:
+def _key_fields(key: ApiKeyRow, role_scopes: list[str] | None, now: datetime | None) -> Any:
     return {
         "id": key.id,
         "tenant_id": key.tenant_id,

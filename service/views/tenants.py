@@ -31,7 +31,9 @@ class Tenant(View):
     child_count: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
 
     @classmethod
-    def of(cls, t: rows.Tenant, *, child_count: int | msgspec.UnsetType = msgspec.UNSET) -> Tenant:
+    def of(
+        cls, t: rows.TenantRow, *, child_count: int | msgspec.UnsetType = msgspec.UNSET
+    ) -> Tenant:
         return cls(
             id=t.id,
             parent_id=t.parent_id,

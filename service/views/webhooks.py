@@ -8,11 +8,9 @@ from uuid import UUID
 
 import msgspec
 
-from service.repositories.deliveries import Delivery as DeliveryRow
-from service.repositories.deliveries import DeliveryStats as StatsRow
-from service.repositories.deliveries import FailedDelivery as FailedRow
-from service.repositories.webhook_health import Health
-from service.repositories.webhooks import Webhook as WebhookRow
+from service.repositories.deliveries import DeliveryRow, DeliveryStatsRow, FailedDeliveryRow
+from service.repositories.webhook_health import WebhookHealthRow
+from service.repositories.webhooks import WebhookRow
 from service.schemas.webhooks import DeliveryStatus, EventType
 from service.views.base import Instant, View, instant, instant_or_none
 from service.webhooks.signing import standard_webhooks_secret
@@ -26,7 +24,7 @@ class WebhookDeliveryStats(View):
     last_failure_at: Instant | None
 
     @classmethod
-    def of(cls, h: Health | None) -> WebhookDeliveryStats:
+    def of(cls, h: WebhookHealthRow | None) -> WebhookDeliveryStats:
         if h is None:
             return cls(success_rate=None, attempts_succeeded=0, attempts_failed=0,
                        last_success_at=None, last_failure_at=None)  # fmt: skip
@@ -61,7 +59,7 @@ class Webhook(View):
         return cls(**_webhook_fields(w))
 
     @classmethod
-    def answer(cls, w: WebhookRow, h: Health | None) -> Webhook:
+    def answer(cls, w: WebhookRow, h: WebhookHealthRow | None) -> Webhook:
         """The webhook as the API answers it: with its disabling reason and statistics."""
         return cls(**_webhook_fields(w), **_health_fields(h))
 
@@ -87,7 +85,9 @@ class WebhookWithSecret(Webhook, kw_only=True):
     ]
 
     @classmethod
-    def with_secret(cls, w: WebhookRow, h: Health | None, secret: str) -> WebhookWithSecret:
+    def with_secret(
+        cls, w: WebhookRow, h: WebhookHealthRow | None, secret: str
+    ) -> WebhookWithSecret:
         return cls(
             **_webhook_fields(w),
             **_health_fields(h),
@@ -96,7 +96,7 @@ class WebhookWithSecret(Webhook, kw_only=True):
         )
 
 
-def _health_fields(h: Health | None) -> Any:
+def _health_fields(h: WebhookHealthRow | None) -> Any:
     return {
         "disabled_reason": None if h is None else h.disabled_reason,
         "disabled_at": None if h is None else instant_or_none(h.disabled_at),
@@ -189,7 +189,7 @@ class FailedDelivery(Delivery):
     event: DeliveryEvent
 
     @classmethod
-    def failed(cls, f: FailedRow) -> FailedDelivery:
+    def failed(cls, f: FailedDeliveryRow) -> FailedDelivery:
         d = f.delivery
         return cls(
             **_delivery_fields(d),
@@ -213,7 +213,7 @@ class DeliveryStats(View):
     failed: int
 
     @classmethod
-    def of(cls, s: StatsRow) -> DeliveryStats:
+    def of(cls, s: DeliveryStatsRow) -> DeliveryStats:
         return cls(total=s.total, pending=s.pending, success=s.success, failed=s.failed)
 
 

@@ -15,8 +15,8 @@ from uuid import UUID
 
 import orjson
 
-from service.crypto import PURPOSE_WEBHOOK_SECRET, DecryptionError, Encryptor, webhook_aad
-from service.timefmt import iso
+from service.base.crypto import PURPOSE_WEBHOOK_SECRET, DecryptionError, Encryptor, webhook_aad
+from service.base.timefmt import iso
 from service.webhooks.signing import signed_headers
 
 

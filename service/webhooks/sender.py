@@ -17,7 +17,7 @@ from typing import Any
 
 import aiohttp
 
-from service.settings import Settings
+from service.settings.options import Settings
 from service.webhooks.urlguard import DnsLookup, SystemDns, UnsafeUrl, UrlGuard
 
 MAX_RESPONSE_BYTES = 64 * 1024

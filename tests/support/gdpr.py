@@ -12,9 +12,9 @@ from uuid import UUID
 import asyncpg
 from aiohttp.test_utils import TestClient
 
-from service.crypto import PURPOSE_WEBHOOK_SECRET, webhook_aad
+from service.base.crypto import PURPOSE_WEBHOOK_SECRET, webhook_aad
+from service.base.ids import uuid7
 from service.http.appkeys import KEYRING
-from service.ids import uuid7
 
 
 async def error_of(resp: Any) -> tuple[int, str]:

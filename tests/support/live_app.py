@@ -15,7 +15,7 @@ from aiohttp import web
 
 from service.app import create_app
 from service.db.pool import connect
-from service.settings import Settings
+from service.settings.options import Settings
 from tests.support.keys import key_headers
 
 T = TypeVar("T")

@@ -11,7 +11,7 @@ from uuid import UUID
 import asyncpg
 import orjson
 
-from service.ids import uuid7
+from service.base.ids import uuid7
 
 TENANT_COLUMNS = (
     "id", "parent_id", "name", "slug", "ancestry_path", "depth", "metadata",

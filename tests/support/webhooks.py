@@ -18,7 +18,7 @@ import orjson
 from aiohttp import web
 from standardwebhooks import Webhook as StandardWebhook
 
-from service.settings import Settings
+from service.settings.options import Settings
 from service.webhooks.addresses import IPAddress
 from tests.conftest import base_env
 from tests.support.api import get_json

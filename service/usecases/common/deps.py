@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from service.crypto import KeyRing
+from service.base.crypto import KeyRing
 from service.db.pool import Database
-from service.metrics import Metrics
+from service.observability.metrics import Metrics
 from service.repositories.registry import Repositories
-from service.settings import Settings
+from service.settings.options import Settings
 from service.usecases.common.recording import ChangeRecorder
 
 

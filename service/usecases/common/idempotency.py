@@ -29,9 +29,9 @@ import asyncpg
 import orjson
 
 from service.auth.principal import Principal
-from service.crypto import PURPOSE_IDEMPOTENT_ANSWER, idempotency_aad
-from service.errors import ServiceError
-from service.ids import uuid7
+from service.base.crypto import PURPOSE_IDEMPOTENT_ANSWER, idempotency_aad
+from service.base.errors import ServiceError
+from service.base.ids import uuid7
 from service.repositories.idempotency import NewStoredAnswer, StoredAnswer
 from service.usecases.common.deps import Deps
 

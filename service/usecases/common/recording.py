@@ -10,8 +10,8 @@ from uuid import UUID
 import asyncpg
 
 from service.auth.principal import Actor
-from service.errors import RetryTransaction
-from service.ids import uuid7
+from service.base.errors import RetryTransaction
+from service.base.ids import uuid7
 from service.repositories.outbox import NewAuditEntry, NewEvent, OutboxRepository
 from service.views.base import opt_str
 

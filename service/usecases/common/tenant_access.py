@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Protocol, TypeVar
 
 from service.auth.principal import Principal
-from service.errors import ServiceError, tenant_archived, tenant_not_found
-from service.etags import if_match_satisfied
-from service.repositories.tenants import Tenant
+from service.base.errors import ServiceError, tenant_archived, tenant_not_found
+from service.base.etags import if_match_satisfied
+from service.repositories.tenants import TenantRow
 from service.views.base import etag
-from service.views.tenants import Tenant as TenantView
+from service.views.tenants import Tenant
 
 
 class HasPath(Protocol):
@@ -39,8 +39,8 @@ def visible_active(principal: Principal, node: N | None) -> N:
     return active(visible(principal, node))
 
 
-def check_if_match(if_match: str | None, tenant: Tenant) -> None:
-    if not if_match_satisfied(if_match, etag(TenantView.of(tenant))):
+def check_if_match(if_match: str | None, tenant: TenantRow) -> None:
+    if not if_match_satisfied(if_match, etag(Tenant.of(tenant))):
         raise ServiceError(
             "PRECONDITION_FAILED", "the tenant changed since it was read (If-Match is stale)"
         )

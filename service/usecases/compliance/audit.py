@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from service.auth.principal import Principal
-from service.errors import ServiceError
-from service.repositories.audit_logs import AuditEntry, AuditFilter
+from service.base.errors import ServiceError
+from service.repositories.audit_logs import AuditEntryRow, AuditFilter
 from service.schemas.audit import AuditLogQuery
 from service.usecases.common.deps import Deps
 from service.usecases.common.tenant_access import visible
@@ -19,7 +19,7 @@ from service.usecases.common.tenant_access import visible
 
 @dataclass(frozen=True, slots=True)
 class AuditPage:
-    items: list[AuditEntry]
+    items: list[AuditEntryRow]
     next_cursor: UUID | None
 
 
@@ -61,7 +61,7 @@ class AuditQueries:
             return AuditPage(rows[: query.limit], rows[query.limit - 1].id)
         return AuditPage(rows, None)
 
-    async def get(self, principal: Principal, entry_id: UUID) -> AuditEntry:
+    async def get(self, principal: Principal, entry_id: UUID) -> AuditEntryRow:
         found = await self.db.read(lambda c: self.audit.get_audit_log(c, entry_id))
         if found is None:
             raise audit_log_not_found()

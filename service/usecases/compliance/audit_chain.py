@@ -14,9 +14,9 @@ from typing import Any
 import asyncpg
 
 from service.auth.principal import Principal
-from service.errors import ServiceError
+from service.base.errors import ServiceError
 from service.repositories.audit_chain import ChainLink
-from service.repositories.audit_logs import AuditEntry
+from service.repositories.audit_logs import AuditEntryRow
 from service.usecases.common.deps import Deps
 from service.usecases.compliance.chain_hash import (
     GENESIS,
@@ -26,12 +26,12 @@ from service.usecases.compliance.chain_hash import (
     microseconds,
 )
 from service.views.base import document
-from service.views.compliance import AuditEntry as AuditEntryView
+from service.views.compliance import AuditEntry
 
 PAGE = 1000
 
 
-def hash_fields(e: AuditEntry) -> dict[str, Any]:
+def hash_fields(e: AuditEntryRow) -> dict[str, Any]:
     def text(value: object | None) -> str | None:
         return None if value is None else str(value)
 
@@ -53,7 +53,7 @@ def link_json(link: ChainLink) -> dict[str, Any]:
     entry = None
     if link.entry is not None:
         entry = {
-            **document(AuditEntryView.of(link.entry)),
+            **document(AuditEntry.of(link.entry)),
             "created_at_us": microseconds(link.entry.created_at),
             "changes_text": link.changes_text,
         }

@@ -17,8 +17,8 @@ from typing import Any
 import asyncpg
 
 from service.auth.principal import Actor
+from service.base.timefmt import iso
 from service.repositories.retention import EPOCH_START, NIL_UUID, Batch, Position
-from service.timefmt import iso
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord
 

@@ -7,16 +7,16 @@ from uuid import UUID
 import asyncpg
 
 from service.auth.principal import Actor, Principal
-from service.errors import ServiceError, validation_error
-from service.ids import uuid7
-from service.repositories.consents import Consent, NewConsent
+from service.base.errors import ServiceError, validation_error
+from service.base.ids import uuid7
+from service.base.timefmt import utcnow
+from service.repositories.consents import ConsentRow, NewConsent
 from service.schemas.consents import ConsentGrant
-from service.timefmt import utcnow
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord
 from service.usecases.common.tenant_access import visible_active
 from service.views.base import document
-from service.views.compliance import Consent as ConsentView
+from service.views.compliance import Consent
 
 
 def consent_not_found(purpose: str) -> ServiceError:
@@ -40,12 +40,12 @@ class Consents:
 
     async def grant(
         self, principal: Principal, actor: Actor, tenant_id: UUID, body: ConsentGrant
-    ) -> tuple[Consent, bool]:
+    ) -> tuple[ConsentRow, bool]:
         """The new record and True, or the active record for the purpose and False."""
         if body.expires_at is not None and body.expires_at <= utcnow():
             raise validation_error("expires_at", "must be in the future")
 
-        async def work(conn: asyncpg.Connection) -> tuple[Consent, bool]:
+        async def work(conn: asyncpg.Connection) -> tuple[ConsentRow, bool]:
             await self._lock(conn, principal, tenant_id, body.purpose)
             active = await self.consents.get_active_consent(conn, tenant_id, body.purpose)
             if active is not None:
@@ -72,7 +72,7 @@ class Consents:
                     resource_type="consent",
                     resource_id=consent_id,
                     tenant_id=tenant_id,
-                    changes={"before": None, "after": document(ConsentView.of(created))},
+                    changes={"before": None, "after": document(Consent.of(created))},
                 ),
             )
             return created, True
@@ -107,7 +107,7 @@ class Consents:
 
     async def history(
         self, principal: Principal, tenant_id: UUID, *, purpose: str | None
-    ) -> list[Consent]:
+    ) -> list[ConsentRow]:
         async with self.deps.db.read_connection() as conn:
             visible_active(principal, await self.tenants.get_tenant_node(conn, tenant_id))
             return await self.consents.list_consents(conn, tenant_id, purpose=purpose)

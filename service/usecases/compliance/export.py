@@ -14,35 +14,30 @@ from uuid import UUID
 import asyncpg
 
 from service.auth.principal import Actor, Principal
+from service.base.timefmt import iso, utcnow
 from service.repositories.api_keys import StoredKey
 from service.repositories.audit_logs import AuditFilter
-from service.repositories.config_entries import ConfigEntry
-from service.timefmt import iso, utcnow
+from service.repositories.config_entries import ConfigEntryRow
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord
 from service.usecases.common.tenant_access import visible
 from service.usecases.entries.values import shown_value
-from service.views.compliance import AuditEntry as AuditEntryView
-from service.views.compliance import Consent as ConsentView
-from service.views.compliance import ExportedChild
-from service.views.compliance import TenantExport as TenantExportView
-from service.views.entries import ConfigEntry as ConfigEntryView
-from service.views.entries import PermissionPolicy as PermissionPolicyView
-from service.views.keys import ApiKey as ApiKeyView
-from service.views.keys import Role as RoleView
-from service.views.tenants import Tenant as TenantView
-from service.views.webhooks import Webhook as WebhookView
+from service.views.compliance import AuditEntry, Consent, ExportedChild, TenantExport
+from service.views.entries import ConfigEntry, PermissionPolicy
+from service.views.keys import ApiKey, Role
+from service.views.tenants import Tenant
+from service.views.webhooks import Webhook
 
 FORMAT_VERSION = 1
 KEY_PAGE = 1000
 
 
-class TenantExport:
+class TenantExports:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
         self.repos = deps.repos
 
-    def _shown(self, entry: ConfigEntry, reveal: bool) -> Any:
+    def _shown(self, entry: ConfigEntryRow, reveal: bool) -> Any:
         # A value no configured key opens is a server fault (500), as on the config endpoints.
         return shown_value(
             self.deps.keyring.encryptor,
@@ -70,14 +65,14 @@ class TenantExport:
 
     async def export(
         self, principal: Principal, actor: Actor, tenant_id: UUID, *, include_secrets: bool
-    ) -> TenantExportView:
+    ) -> TenantExport:
         repos = self.repos
 
-        async def work(conn: asyncpg.Connection) -> TenantExportView:
+        async def work(conn: asyncpg.Connection) -> TenantExport:
             tenant = visible(principal, await repos.tenants.get_tenant(conn, tenant_id))
             entries = await repos.config.list_config_entries(conn, tenant_id)
-            config = [ConfigEntryView.of(e, self._shown(e, include_secrets)) for e in entries]
-            tenant_view = TenantView.of(tenant)
+            config = [ConfigEntry.of(e, self._shown(e, include_secrets)) for e in entries]
+            tenant_view = Tenant.of(tenant)
             tenant_view.config = {c.key: c.value for c in config}
             audit = await repos.audit_logs.list_tenant_audit_logs(
                 conn, tenant_id, AuditFilter(), cursor=None, limit=None
@@ -88,18 +83,18 @@ class TenantExport:
             keys = await self._all_keys(conn, tenant_id)
             roles = await repos.roles.list_roles(conn, tenant_id=tenant_id, subtree_of=None)
             children = await repos.tenants.list_children(conn, tenant_id, status="all")
-            view = TenantExportView(
+            view = TenantExport(
                 format_version=FORMAT_VERSION,
                 exported_at=iso(utcnow()),
                 tenant=tenant_view,
                 config=config,
-                permissions=[PermissionPolicyView.of(p) for p in permissions],
-                consents=[ConsentView.of(c) for c in consents],
-                audit_logs=[AuditEntryView.of(e) for e in audit],
+                permissions=[PermissionPolicy.of(p) for p in permissions],
+                consents=[Consent.of(c) for c in consents],
+                audit_logs=[AuditEntry.of(e) for e in audit],
                 # A webhook's view never carries the secret (only create and rotate answers do)
-                webhooks=[WebhookView.of(w) for w in webhooks],
-                api_keys=[ApiKeyView.of(k) for k in keys],
-                roles=[RoleView.of(r) for r in roles],
+                webhooks=[Webhook.of(w) for w in webhooks],
+                api_keys=[ApiKey.of(k) for k in keys],
+                roles=[Role.of(r) for r in roles],
                 children=[
                     ExportedChild(id=c.id, slug=c.slug, name=c.name, status=c.status)  # type: ignore[arg-type]
                     for c in children

@@ -16,7 +16,7 @@ from uuid import UUID
 import asyncpg
 
 from service.auth.principal import Actor
-from service.crypto import (
+from service.base.crypto import (
     PURPOSE_CONFIG,
     PURPOSE_IDEMPOTENT_ANSWER,
     PURPOSE_WEBHOOK_SECRET,
@@ -27,12 +27,12 @@ from service.crypto import (
     idempotency_aad,
     webhook_aad,
 )
-from service.errors import ServiceError, validation_error
-from service.logs import get_logger
+from service.base.errors import ServiceError, validation_error
+from service.observability.logs import get_logger
 from service.repositories.encryption_keys import ConfigCiphertext, WebhookCiphertexts
 from service.repositories.idempotency import AnswerCiphertext
 from service.schemas.config import RotateEncryptionKey
-from service.settings import decode_encryption_key
+from service.settings.reader import decode_encryption_key
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord
 
@@ -73,7 +73,7 @@ class _Keys:
         return None
 
 
-class EncryptionKeyRotation:
+class EncryptionKeyRotations:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
         self.repo = deps.repos.encryption_keys

@@ -9,8 +9,8 @@ from uuid import UUID
 import asyncpg
 
 from service.auth.principal import Actor, Principal
+from service.base.errors import RetryTransaction, ServiceError, validation_error
 from service.caches.key_cache import KeyCache
-from service.errors import RetryTransaction, ServiceError, validation_error
 from service.repositories.gdpr import PurgedRows
 from service.schemas.tenant_admin import PurgeBody
 from service.usecases.common.deps import Deps
@@ -20,7 +20,7 @@ from service.usecases.compliance.purging import forget_credentials, purge_tenant
 
 
 @dataclass(frozen=True, slots=True)
-class PurgeResult:
+class PurgeOutcome:
     tenant_id: UUID
     purged: PurgedRows
 
@@ -37,8 +37,8 @@ class TenantPurge:
 
     async def purge(
         self, principal: Principal, actor: Actor, tenant_id: UUID, body: PurgeBody
-    ) -> PurgeResult:
-        async def work(conn: asyncpg.Connection) -> PurgeResult:
+    ) -> PurgeOutcome:
+        async def work(conn: asyncpg.Connection) -> PurgeOutcome:
             seen = visible(
                 principal, (await self.tenants.get_tenant_nodes(conn, [tenant_id])).get(tenant_id)
             )
@@ -71,7 +71,7 @@ class TenantPurge:
                     changes={"redacted": True, "cascade": body.cascade, "counts": purged.counts},
                 ),
             )
-            return PurgeResult(tenant_id, purged)
+            return PurgeOutcome(tenant_id, purged)
 
         result = await self.deps.db.transaction(work)
         forget_credentials(self.cache, result.purged)

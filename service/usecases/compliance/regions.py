@@ -14,17 +14,17 @@ from uuid import UUID
 import asyncpg
 
 from service.auth.principal import Actor, Principal
-from service.errors import FieldError, RetryTransaction, ServiceError
+from service.base.errors import FieldError, RetryTransaction, ServiceError
 from service.schemas.tenant_admin import MigrateRegionBody
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord, Event
 from service.usecases.common.tenant_access import visible, visible_active
 from service.views.base import document
-from service.views.tenants import Tenant as TenantView
+from service.views.tenants import Tenant
 
 
 @dataclass(frozen=True, slots=True)
-class RegionMigration:
+class RegionMigrationOutcome:
     tenant_id: UUID
     from_region: str
     to_region: str
@@ -39,14 +39,14 @@ class RegionMigrations:
 
     async def migrate(
         self, principal: Principal, actor: Actor, tenant_id: UUID, body: MigrateRegionBody
-    ) -> RegionMigration:
+    ) -> RegionMigrationOutcome:
         if body.region not in self.regions:
             message = f"unknown region; one of {', '.join(self.regions)}"
             raise ServiceError(
                 "VALIDATION_ERROR", f"region: {message}", details=[FieldError("region", message)]
             )
 
-        async def work(conn: asyncpg.Connection) -> RegionMigration:
+        async def work(conn: asyncpg.Connection) -> RegionMigrationOutcome:
             seen = visible(
                 principal, (await self.tenants.get_tenant_nodes(conn, [tenant_id])).get(tenant_id)
             )
@@ -82,11 +82,11 @@ class RegionMigrations:
                     Event(
                         "tenant.updated",
                         t.id,
-                        {**document(TenantView.of(t)), "changed_fields": ["region"]},
+                        {**document(Tenant.of(t)), "changed_fields": ["region"]},
                     )
                     for t in ordered
                 ],
             )
-            return RegionMigration(tenant_id, node.region, body.region, len(changed))
+            return RegionMigrationOutcome(tenant_id, node.region, body.region, len(changed))
 
         return await self.deps.db.transaction(work)

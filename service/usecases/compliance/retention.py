@@ -16,12 +16,12 @@ from typing import Any
 import asyncpg
 
 from service.auth.principal import Actor, Principal
+from service.base.errors import RetryTransaction, ServiceError
+from service.base.timefmt import iso, utcnow
 from service.caches.key_cache import KeyCache
-from service.errors import RetryTransaction, ServiceError
 from service.repositories.gdpr import PurgedRows
 from service.repositories.retention import Batch, Position
 from service.repositories.tenants import root_of
-from service.timefmt import iso, utcnow
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord
 from service.usecases.compliance.audit_retention import purge_audit_batch

@@ -10,9 +10,9 @@ import asyncpg
 from msgspec import UNSET
 
 from service.auth.principal import Actor, Principal
-from service.crypto import DecryptionError
-from service.errors import ServiceError
-from service.repositories.config_entries import ConfigEntry, ConfigWrite
+from service.base.crypto import DecryptionError
+from service.base.errors import ServiceError
+from service.repositories.config_entries import ConfigEntryRow, ConfigWrite
 from service.schemas.config import ConfigPut
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord, Event
@@ -32,7 +32,7 @@ from service.views.base import SENSITIVE_MASK
 class ShownEntry:
     """An entry with its value as this caller may see it."""
 
-    entry: ConfigEntry
+    entry: ConfigEntryRow
     value: Any
 
 
@@ -40,7 +40,7 @@ def config_not_found(key: str) -> ServiceError:
     return ServiceError("CONFIG_NOT_FOUND", f"the tenant has no config entry {key!r}")
 
 
-def _audit_view(entry: ConfigEntry | None) -> dict[str, Any] | None:
+def _audit_view(entry: ConfigEntryRow | None) -> dict[str, Any] | None:
     if entry is None:
         return None
     return {
@@ -51,7 +51,7 @@ def _audit_view(entry: ConfigEntry | None) -> dict[str, Any] | None:
     }
 
 
-def updated_event(entry: ConfigEntry) -> Event:
+def updated_event(entry: ConfigEntryRow) -> Event:
     return Event(
         "config.updated",
         entry.tenant_id,
@@ -85,7 +85,7 @@ class ConfigEntries:
             ),
         )
 
-    def _shown(self, entry: ConfigEntry, reveal: bool) -> ShownEntry:
+    def _shown(self, entry: ConfigEntryRow, reveal: bool) -> ShownEntry:
         value = shown_value(
             self.deps.keyring.encryptor,
             tenant_id=entry.tenant_id,
@@ -175,7 +175,7 @@ class ConfigEntries:
 
         return await self.deps.db.transaction(work)
 
-    def _unchanged(self, before: ConfigEntry, value: Any, locked: bool, sensitive: bool) -> bool:
+    def _unchanged(self, before: ConfigEntryRow, value: Any, locked: bool, sensitive: bool) -> bool:
         if before.locked != locked or before.sensitive != sensitive:
             return False
         if not sensitive:

@@ -13,7 +13,7 @@ import asyncpg
 from msgspec import UNSET
 
 from service.auth.principal import Principal
-from service.errors import ServiceError
+from service.base.errors import ServiceError
 from service.repositories.impact import OwnEntry, Resolved
 from service.schemas.config import ConfigPreviewBody, PreviewQuery
 from service.usecases.common.deps import Deps

@@ -9,8 +9,8 @@ import asyncpg
 from msgspec import UNSET
 
 from service.auth.principal import Actor, Principal
-from service.errors import ServiceError
-from service.repositories.permissions import PermissionPolicy
+from service.base.errors import ServiceError
+from service.repositories.permissions import PermissionPolicyRow
 from service.schemas.config import PermissionPut
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord, Event
@@ -24,11 +24,11 @@ def permission_not_found(key: str) -> ServiceError:
     return ServiceError("PERMISSION_NOT_FOUND", f"the tenant has no permission policy {key!r}")
 
 
-def _audit_view(policy: PermissionPolicy | None) -> dict[str, Any] | None:
+def _audit_view(policy: PermissionPolicyRow | None) -> dict[str, Any] | None:
     return None if policy is None else {"value": policy.value, "mode": policy.mode}
 
 
-def _event(kind: str, policy: PermissionPolicy) -> Event:
+def _event(kind: str, policy: PermissionPolicyRow) -> Event:
     return Event(
         f"permission.{kind}",
         policy.tenant_id,
@@ -61,12 +61,14 @@ class PermissionPolicies:
             ),
         )
 
-    async def list_policies(self, principal: Principal, tenant_id: UUID) -> list[PermissionPolicy]:
+    async def list_policies(
+        self, principal: Principal, tenant_id: UUID
+    ) -> list[PermissionPolicyRow]:
         async with self.deps.db.read_connection() as conn:
             visible_active(principal, await self.tenants.get_tenant(conn, tenant_id))
             return await self.permissions.list_permission_policies(conn, tenant_id)
 
-    async def get(self, principal: Principal, tenant_id: UUID, key: str) -> PermissionPolicy:
+    async def get(self, principal: Principal, tenant_id: UUID, key: str) -> PermissionPolicyRow:
         async with self.deps.db.read_connection() as conn:
             visible_active(principal, await self.tenants.get_tenant(conn, tenant_id))
             policy = await self.permissions.get_permission_policy(conn, tenant_id, key)
@@ -76,10 +78,10 @@ class PermissionPolicies:
 
     async def put(
         self, principal: Principal, actor: Actor, tenant_id: UUID, key: str, body: PermissionPut
-    ) -> tuple[PermissionPolicy, bool]:
+    ) -> tuple[PermissionPolicyRow, bool]:
         """Create or replace the policy; returns it and whether it was created."""
 
-        async def work(conn: asyncpg.Connection) -> tuple[PermissionPolicy, bool]:
+        async def work(conn: asyncpg.Connection) -> tuple[PermissionPolicyRow, bool]:
             node = await self.writes.lock_key(conn, principal, tenant_id, key)
             await self.writes.refuse_locked(conn, node, key)
             before = await self.permissions.get_permission_policy(conn, tenant_id, key)

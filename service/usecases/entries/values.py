@@ -9,9 +9,9 @@ from uuid import UUID
 import orjson
 
 from service.auth.principal import Principal
-from service.crypto import PURPOSE_CONFIG, DecryptionError, Encryptor, config_aad
-from service.errors import ServiceError
-from service.logs import get_logger
+from service.base.crypto import PURPOSE_CONFIG, DecryptionError, Encryptor, config_aad
+from service.base.errors import ServiceError
+from service.observability.logs import get_logger
 from service.views.base import SENSITIVE_MASK
 
 log = get_logger("service.config_values")

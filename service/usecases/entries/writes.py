@@ -20,7 +20,7 @@ from uuid import UUID
 import asyncpg
 
 from service.auth.principal import Actor, Principal
-from service.errors import FieldError, RetryTransaction, ServiceError
+from service.base.errors import FieldError, RetryTransaction, ServiceError
 from service.repositories.key_locks import KeyWrite
 from service.repositories.tenants import TenantNode, TenantsRepository
 from service.usecases.common.deps import Deps

@@ -11,12 +11,12 @@ from uuid import UUID
 import asyncpg
 
 from service.auth.principal import Principal
-from service.durations import InvalidDuration, parse_duration
-from service.errors import RetryTransaction, ServiceError, validation_error
-from service.repositories.api_keys import ApiKey, StoredKey
-from service.repositories.roles import Role
+from service.base.durations import InvalidDuration, parse_duration
+from service.base.errors import RetryTransaction, ServiceError, validation_error
+from service.base.timefmt import iso_or_none
+from service.repositories.api_keys import ApiKeyRow, StoredKey
+from service.repositories.roles import RoleRow
 from service.repositories.tenants import TenantNode, TenantsRepository
-from service.timefmt import iso_or_none
 from service.usecases.common.tenant_access import visible_active
 
 
@@ -50,7 +50,7 @@ def visible_key(principal: Principal, stored: StoredKey | None) -> StoredKey:
     return stored
 
 
-def visible_role(principal: Principal, role: Role | None) -> Role:
+def visible_role(principal: Principal, role: RoleRow | None) -> RoleRow:
     if role is None or not _reaches(principal, role.tenant_id, role.tenant_path):
         raise role_not_found()
     if role.tenant_id is None and principal.is_scoped:
@@ -98,7 +98,7 @@ async def owning_tenant(
     return visible_active(principal, nodes.get(tenant_id))
 
 
-def role_fits_key(role: Role, key_tenant_path: str | None) -> None:
+def role_fits_key(role: RoleRow, key_tenant_path: str | None) -> None:
     """A tenant role serves only keys of that tenant or its descendants."""
     if role.tenant_id is None:
         return
@@ -140,7 +140,7 @@ def check_expiry(expires_at: datetime | None) -> None:
         raise validation_error("expires_at", "must be in the future")
 
 
-def key_audit_view(key: ApiKey) -> dict[str, Any]:
+def key_audit_view(key: ApiKeyRow) -> dict[str, Any]:
     """A key's settings as audit entries record them: never its text or hash."""
     return {
         "name": key.name,

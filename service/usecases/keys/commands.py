@@ -17,12 +17,12 @@ from msgspec import UNSET
 
 from service.auth.keys import default_environment
 from service.auth.principal import Actor, Principal
+from service.base.errors import ServiceError, validation_error
+from service.base.timefmt import iso
 from service.caches.key_cache import KeyCache
-from service.errors import ServiceError, validation_error
 from service.repositories.api_keys import KeySettings, StoredKey
-from service.repositories.roles import Role
+from service.repositories.roles import RoleRow
 from service.schemas.api_keys import ApiKeyCreate, ApiKeyPatch
-from service.timefmt import iso
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord
 from service.usecases.keys.access import (
@@ -275,7 +275,7 @@ class ApiKeyCommands:
 
     async def _assignable_role(
         self, conn: asyncpg.Connection, principal: Principal, role_id: UUID
-    ) -> Role:
+    ) -> RoleRow:
         # Locked so the role's scopes cannot change between this check and the commit.
         role = visible_role(principal, await self.roles.lock_role(conn, role_id))
         require_scopes(principal, role.scopes, "assigning this role")

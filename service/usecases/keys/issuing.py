@@ -11,15 +11,15 @@ import asyncpg
 
 from service.auth.keys import Environment, generate_key, hash_key
 from service.auth.principal import Actor
-from service.ids import uuid7
-from service.repositories.api_keys import ApiKey, ApiKeysRepository, NewApiKey
+from service.base.ids import uuid7
+from service.repositories.api_keys import ApiKeyRow, ApiKeysRepository, NewApiKey
 from service.usecases.common.recording import AuditRecord, ChangeRecorder
 from service.usecases.keys.access import key_audit_view
 
 
 @dataclass(frozen=True, slots=True)
 class IssuedKey:
-    key: ApiKey
+    key: ApiKeyRow
     plaintext: str
 
 

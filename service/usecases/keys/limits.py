@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from service.auth.principal import Principal
-from service.errors import FieldError, ServiceError
-from service.settings import Settings
-from service.timefmt import iso
+from service.base.errors import FieldError, ServiceError
+from service.base.timefmt import iso
+from service.settings.options import Settings
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,10 +11,10 @@ import asyncpg
 from msgspec import UNSET
 
 from service.auth.principal import Actor, Principal
+from service.base.errors import ServiceError
+from service.base.ids import uuid7
 from service.caches.key_cache import KeyCache
-from service.errors import ServiceError
-from service.ids import uuid7
-from service.repositories.roles import NewRole, Role
+from service.repositories.roles import NewRole, RoleRow
 from service.schemas.api_keys import ListRolesQuery, RoleCreate, RolePatch
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord
@@ -28,7 +28,7 @@ from service.usecases.keys.access import (
 from service.usecases.keys.limits import KeyLimits, require_within
 
 
-def _audit_view(role: Role) -> dict[str, Any]:
+def _audit_view(role: RoleRow) -> dict[str, Any]:
     return {
         "name": role.name,
         "description": role.description,
@@ -45,12 +45,12 @@ class RoleManagement:
         self.keys = deps.repos.api_keys
         self.tenants = deps.repos.tenants
 
-    async def get(self, principal: Principal, role_id: UUID) -> Role:
+    async def get(self, principal: Principal, role_id: UUID) -> RoleRow:
         return visible_role(
             principal, await self.deps.db.read(lambda c: self.roles.get_role(c, role_id))
         )
 
-    async def list(self, principal: Principal, query: ListRolesQuery) -> list[Role]:
+    async def list(self, principal: Principal, query: ListRolesQuery) -> list[RoleRow]:
         async with self.deps.db.read_connection() as conn:
             if query.tenant_id is not None:
                 nodes = await self.tenants.get_tenant_nodes(conn, [query.tenant_id])
@@ -59,10 +59,10 @@ class RoleManagement:
                 conn, tenant_id=query.tenant_id, subtree_of=principal.tenant_id
             )
 
-    async def create(self, principal: Principal, actor: Actor, body: RoleCreate) -> Role:
+    async def create(self, principal: Principal, actor: Actor, body: RoleCreate) -> RoleRow:
         require_scopes(principal, body.scopes, "a role with these scopes")
 
-        async def work(conn: asyncpg.Connection) -> Role:
+        async def work(conn: asyncpg.Connection) -> RoleRow:
             await owning_tenant(conn, self.tenants, principal, body.tenant_id, "roles")
             role_id = uuid7()
             await self.roles.insert_role(
@@ -85,11 +85,11 @@ class RoleManagement:
 
     async def update(
         self, principal: Principal, actor: Actor, role_id: UUID, patch: RolePatch
-    ) -> Role:
+    ) -> RoleRow:
         if patch.scopes is not UNSET:
             require_scopes(principal, patch.scopes, "giving a role these scopes")
 
-        async def work(conn: asyncpg.Connection) -> Role:
+        async def work(conn: asyncpg.Connection) -> RoleRow:
             role = visible_role(principal, await self.roles.lock_role(conn, role_id))
             require_scopes(principal, role.scopes, "changing this role")
             name = role.name if patch.name is UNSET else patch.name
@@ -168,13 +168,13 @@ class RoleManagement:
             )
             require_within(principal, self.deps.settings, limits, f"{doing} (key {holder.id})")
 
-    async def _reread(self, conn: asyncpg.Connection, role_id: UUID) -> Role:
+    async def _reread(self, conn: asyncpg.Connection, role_id: UUID) -> RoleRow:
         role = await self.roles.get_role(conn, role_id)
         assert role is not None
         return role
 
     async def _audit(
-        self, conn: asyncpg.Connection, actor: Actor, action: str, role: Role, changes: Any
+        self, conn: asyncpg.Connection, actor: Actor, action: str, role: RoleRow, changes: Any
     ) -> None:
         await self.deps.recorder.record(
             conn,

@@ -8,15 +8,15 @@ from typing import Literal, cast
 
 from service.auth.principal import Principal
 from service.usecases.common.deps import Deps
-from service.views.session import SignedIn as SignedInView
+from service.views.session import SignedIn
 
 
-class SignedIn:
+class SessionReads:
     def __init__(self, deps: Deps) -> None:
         self.db = deps.db
         self.keys = deps.repos.api_keys
 
-    async def describe(self, principal: Principal) -> SignedInView:
+    async def describe(self, principal: Principal) -> SignedIn:
         name = prefix = None
         environment: Literal["live", "test"] | None = None
         key_id = principal.api_key_id
@@ -25,7 +25,7 @@ class SignedIn:
             if stored is not None:
                 name, prefix = stored.key.name, stored.key.prefix
                 environment = cast(Literal["live", "test"], stored.key.environment)
-        return SignedInView(
+        return SignedIn(
             kind=principal.actor_type,
             id=principal.actor_id,
             name=name,

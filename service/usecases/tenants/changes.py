@@ -10,11 +10,11 @@ import orjson
 from msgspec import UNSET
 
 from service.auth.principal import Actor, Principal
-from service.crypto import PURPOSE_CONFIG, config_aad
-from service.errors import FieldError, RetryTransaction, ServiceError
-from service.repositories.config_entries import ConfigEntry, ConfigWrite
+from service.base.crypto import PURPOSE_CONFIG, config_aad
+from service.base.errors import FieldError, RetryTransaction, ServiceError
+from service.repositories.config_entries import ConfigEntryRow, ConfigWrite
 from service.repositories.key_locks import KeyWrite
-from service.repositories.tenants import Tenant, TenantNode
+from service.repositories.tenants import TenantNode, TenantRow
 from service.schemas.tenants import TenantPatch
 from service.usecases.common.deps import Deps
 from service.usecases.common.merge_patch import merge_patch
@@ -22,7 +22,7 @@ from service.usecases.common.recording import AuditRecord, Event
 from service.usecases.common.tenant_access import check_if_match, visible, visible_active
 from service.usecases.entries.values import same_json
 from service.views.base import SENSITIVE_MASK, document, instant_or_none, opt_str
-from service.views.tenants import Tenant as TenantView
+from service.views.tenants import Tenant
 
 
 def config_locked(key: str, holder: UUID) -> ServiceError:
@@ -47,8 +47,8 @@ class TenantChanges:
         patch: TenantPatch,
         *,
         if_match: str | None,
-    ) -> Tenant:
-        async def work(conn: asyncpg.Connection) -> Tenant:
+    ) -> TenantRow:
+        async def work(conn: asyncpg.Connection) -> TenantRow:
             node = visible_active(principal, await self.tenants.lock_tenant_node(conn, tenant_id))
             before = await self.tenants.get_tenant(conn, tenant_id)
             assert before is not None
@@ -81,7 +81,7 @@ class TenantChanges:
                 )
             after = await self.tenants.get_tenant(conn, tenant_id)
             assert after is not None
-            old_json, new_json = document(TenantView.of(before)), document(TenantView.of(after))
+            old_json, new_json = document(Tenant.of(before)), document(Tenant.of(after))
             updated = Event("tenant.updated", tenant_id, {**new_json, "changed_fields": changed})
             await self.deps.recorder.record(
                 conn,
@@ -149,7 +149,7 @@ class TenantChanges:
         return events
 
     def _write_for(
-        self, tenant_id: UUID, key: str, value: Any, entry: ConfigEntry | None
+        self, tenant_id: UUID, key: str, value: Any, entry: ConfigEntryRow | None
     ) -> ConfigWrite | None:
         if entry is not None and entry.sensitive:
             # A sensitive entry stays sensitive; its new value replaces the secret whole.
@@ -182,10 +182,10 @@ class TenantChanges:
 
         await self.deps.db.transaction(work)
 
-    async def restore(self, principal: Principal, actor: Actor, tenant_id: UUID) -> Tenant:
+    async def restore(self, principal: Principal, actor: Actor, tenant_id: UUID) -> TenantRow:
         """Bring an archived tenant back; restoring an active tenant changes nothing."""
 
-        async def work(conn: asyncpg.Connection) -> Tenant:
+        async def work(conn: asyncpg.Connection) -> TenantRow:
             node = await self._lock_in_tree(conn, principal, tenant_id, archived=True)
             if not node.is_archived:
                 return await self._tenant(conn, tenant_id)
@@ -202,7 +202,7 @@ class TenantChanges:
 
         return await self.deps.db.transaction(work)
 
-    async def _tenant(self, conn: asyncpg.Connection, tenant_id: UUID) -> Tenant:
+    async def _tenant(self, conn: asyncpg.Connection, tenant_id: UUID) -> TenantRow:
         tenant = await self.tenants.get_tenant(conn, tenant_id)
         assert tenant is not None, "read inside the transaction that locked it"
         return tenant
@@ -211,7 +211,7 @@ class TenantChanges:
         self,
         conn: asyncpg.Connection,
         actor: Actor,
-        tenant: Tenant,
+        tenant: TenantRow,
         action: str,
         extra: dict[str, Any],
     ) -> None:

@@ -6,18 +6,18 @@ from typing import Any
 from uuid import UUID
 
 from service.auth.principal import Principal
+from service.base.etags import Rendered
 from service.caches.read_cache import CachedRead, ReadCache
-from service.etags import Rendered
 from service.repositories.context import ResolvedContext
 from service.usecases.common.cache_fill import fill_read
 from service.usecases.common.deps import Deps
 from service.usecases.common.tenant_access import visible_active
 from service.usecases.entries.values import check_reveal, shown_value
 from service.views.base import render
-from service.views.entries import TenantContext as TenantContextView
+from service.views.entries import TenantContext
 
 
-class TenantContext:
+class ContextReads:
     def __init__(self, deps: Deps, cache: ReadCache) -> None:
         self.deps = deps
         self.context = deps.repos.context
@@ -51,7 +51,7 @@ class TenantContext:
         self.cache.put("context", tenant_id, CachedRead(node, rendered), generation, replayed)
         return rendered
 
-    def _view(self, ctx: ResolvedContext, revealer: Principal | None) -> TenantContextView:
+    def _view(self, ctx: ResolvedContext, revealer: Principal | None) -> TenantContext:
         """The context view; `revealer` is the caller of a ?reveal=true request (None:
         every sensitive value masked, the document the cache may keep)."""
         encryptor = self.deps.keyring.encryptor
@@ -76,7 +76,7 @@ class TenantContext:
             )
             if revealer is not None and c.sensitive and not reveal:
                 masked_outside.append(c.key)
-        return TenantContextView.of(ctx, shown, masked_outside)
+        return TenantContext.of(ctx, shown, masked_outside)
 
 
 def _sources_within_reach(revealer: Principal | None, ancestry_path: str) -> set[UUID] | None:

@@ -15,15 +15,15 @@ from uuid import UUID
 import asyncpg
 
 from service.auth.principal import Actor, Principal
-from service.errors import FieldError, RetryTransaction, ServiceError
-from service.ids import uuid7
+from service.base.errors import FieldError, RetryTransaction, ServiceError
+from service.base.ids import uuid7
 from service.repositories.key_locks import KeyWrite
-from service.repositories.tenants import NewTenant, Tenant, TenantNode
+from service.repositories.tenants import NewTenant, TenantNode, TenantRow
 from service.schemas.tenants import TenantCreate
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord, Event
 from service.views.base import document, opt_str
-from service.views.tenants import Tenant as TenantView
+from service.views.tenants import Tenant
 
 DEFAULT_ISOLATION = "SHARED_RLS"
 
@@ -86,7 +86,7 @@ class TenantCreation:
         self.max_depth = deps.settings.max_tenant_depth
         self.default_region = deps.settings.default_region
 
-    async def create(self, principal: Principal, actor: Actor, body: TenantCreate) -> Tenant:
+    async def create(self, principal: Principal, actor: Actor, body: TenantCreate) -> TenantRow:
         try:
             return (await self.create_many(principal, actor, [body]))[0]
         except BatchRejected as rejected:
@@ -97,12 +97,12 @@ class TenantCreation:
         principal: Principal,
         actor: Actor,
         items: Sequence[TenantCreate | ItemError],
-    ) -> list[Tenant]:
+    ) -> list[TenantRow]:
         """Create every item or none; raises BatchRejected listing each bad item."""
         shape_errors = [item for item in items if isinstance(item, ItemError)]
         bodies = [(i, item) for i, item in enumerate(items) if isinstance(item, TenantCreate)]
 
-        async def work(conn: asyncpg.Connection) -> list[Tenant]:
+        async def work(conn: asyncpg.Connection) -> list[TenantRow]:
             errors = list(shape_errors)
             parents = await self._lock_parents(conn, [b.parent_id for _, b in bodies])
             errors += await self._check(conn, principal, bodies, parents)
@@ -128,7 +128,7 @@ class TenantCreation:
                         resource_type="tenant",
                         resource_id=t.id,
                         tenant_id=t.id,
-                        changes={"before": None, "after": document(TenantView.of(created[t.id]))},
+                        changes={"before": None, "after": document(Tenant.of(created[t.id]))},
                     )
                     for t in new
                 ],

@@ -11,7 +11,7 @@ from uuid import UUID
 import asyncpg
 
 from service.auth.principal import Principal
-from service.errors import ServiceError
+from service.base.errors import ServiceError
 from service.schemas.config import PreviewQuery
 from service.usecases.common.deps import Deps
 from service.usecases.common.tenant_access import active, root_denied, visible, visible_active
@@ -24,7 +24,7 @@ def _refusal(error: ServiceError) -> dict[str, Any]:
     return {"code": error.code, "message": error.message}
 
 
-class MovePreview:
+class MovePreviews:
     def __init__(self, deps: Deps) -> None:
         self.db = deps.db
         self.repos = deps.repos

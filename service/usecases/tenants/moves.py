@@ -12,8 +12,8 @@ from uuid import UUID
 import asyncpg
 
 from service.auth.principal import Actor, Principal
-from service.errors import FieldError, RetryTransaction, ServiceError
-from service.repositories.tenants import Tenant, TenantNode
+from service.base.errors import FieldError, RetryTransaction, ServiceError
+from service.repositories.tenants import TenantNode, TenantRow
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord, Event
 from service.usecases.common.tenant_access import (
@@ -53,11 +53,11 @@ class TenantMoves:
         new_parent_id: UUID | None,
         *,
         if_match: str | None,
-    ) -> Tenant:
+    ) -> TenantRow:
         if new_parent_id is None and principal.is_scoped:
             raise root_denied()
 
-        async def work(conn: asyncpg.Connection) -> Tenant:
+        async def work(conn: asyncpg.Connection) -> TenantRow:
             node, parent = await self._read(conn, principal, tenant_id, new_parent_id)
             if node.parent_id == new_parent_id:
                 return await self._unchanged(conn, tenant_id, if_match)
@@ -115,7 +115,7 @@ class TenantMoves:
 
     async def _unchanged(
         self, conn: asyncpg.Connection, tenant_id: UUID, if_match: str | None
-    ) -> Tenant:
+    ) -> TenantRow:
         current = await self.tenants.get_tenant(conn, tenant_id)
         assert current is not None
         check_if_match(if_match, current)
@@ -128,7 +128,7 @@ class TenantMoves:
         node: TenantNode,
         parent: TenantNode | None,
         if_match: str | None,
-    ) -> Tenant:
+    ) -> TenantRow:
         if node.parent_id == (parent.id if parent else None):
             return await self._unchanged(conn, node.id, if_match)
         if _is_cycle(node, parent):

@@ -11,16 +11,16 @@ from uuid import UUID
 import asyncpg
 
 from service.auth.principal import Principal
+from service.base.errors import FieldError, ServiceError
+from service.base.etags import Rendered
 from service.caches.read_cache import CachedRead, ReadCache
-from service.errors import FieldError, ServiceError
-from service.etags import Rendered
-from service.repositories.tenants import JsonRows, RawJson, RawJsonPage, Tenant
+from service.repositories.tenants import JsonRows, RawJson, RawJsonPage, TenantRow
 from service.schemas.tenants import ChildrenQuery, DescendantsQuery, ListTenantsQuery
 from service.usecases.common.cache_fill import fill_read
 from service.usecases.common.deps import Deps
 from service.usecases.common.tenant_access import active, visible, visible_active
 from service.views.base import render
-from service.views.tenants import Tenant as TenantView
+from service.views.tenants import Tenant
 
 # Rows per fetch of a streamed descendants list after the first (a tenant document is
 # about 0.5 kB): two chunks at most are held per list (one sent, one fetched ahead).
@@ -29,7 +29,7 @@ DESCENDANT_CHUNK_ROWS = 500
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    items: list[Tenant]
+    items: list[TenantRow]
     next_cursor: UUID | None
     # Direct children per listed tenant, when the caller asked for them.
     child_counts: dict[UUID, int] | None = None
@@ -44,7 +44,7 @@ def _max_depth(depth: int, query: DescendantsQuery) -> int | None:
     return None if query.max_depth is None else depth + query.max_depth
 
 
-def _page(rows: list[Tenant], limit: int) -> Page:
+def _page(rows: list[TenantRow], limit: int) -> Page:
     if len(rows) > limit:
         return Page(rows[:limit], rows[limit - 1].id)
     return Page(rows, None)
@@ -54,13 +54,13 @@ def _status(include_archived: bool) -> str:
     return "all" if include_archived else "active"
 
 
-def _matches(tenant: Tenant, search: str) -> bool:
+def _matches(tenant: TenantRow, search: str) -> bool:
     """The search rule of the search_tenants query, for single-row answers."""
     needle = search.lower()
     return needle in tenant.name.lower() or needle in tenant.slug
 
 
-def _single(principal: Principal, query: ListTenantsQuery, found: Tenant | None) -> Page:
+def _single(principal: Principal, query: ListTenantsQuery, found: TenantRow | None) -> Page:
     """A page of at most one known tenant, filtered as the list query would filter it."""
     if found is None:
         return Page([], None)
@@ -98,7 +98,7 @@ class TenantQueries:
                 lambda c: self.tenants.get_tenant(c, tenant_id),
             )
             tenant = visible(principal, found)
-            cached = CachedRead(tenant, render(TenantView.of(tenant)))
+            cached = CachedRead(tenant, render(Tenant.of(tenant)))
             self.cache.put("tenant", tenant_id, cached, generation, replayed)
         node = visible(principal, cached.node)
         if not include_archived:

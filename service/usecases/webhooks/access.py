@@ -4,8 +4,8 @@ tenants in its subtree, never global ones (404 otherwise, as for a missing id)."
 from __future__ import annotations
 
 from service.auth.principal import Principal
-from service.errors import FieldError, ServiceError
-from service.repositories.webhooks import Webhook
+from service.base.errors import FieldError, ServiceError
+from service.repositories.webhooks import WebhookRow
 from service.webhooks.urlguard import UnsafeUrl
 
 
@@ -23,7 +23,7 @@ def delivery_not_found() -> ServiceError:
     return ServiceError("DELIVERY_NOT_FOUND", "delivery not found")
 
 
-def visible_webhook(principal: Principal, webhook: Webhook | None) -> Webhook:
+def visible_webhook(principal: Principal, webhook: WebhookRow | None) -> WebhookRow:
     if webhook is None or not can_see(principal, webhook.tenant_path):
         raise webhook_not_found()
     return webhook

@@ -15,17 +15,17 @@ import asyncpg
 from msgspec import UNSET
 
 from service.auth.principal import Actor, Principal
-from service.errors import ServiceError
-from service.ids import uuid7
-from service.repositories.webhooks import NewWebhook, Webhook, WebhookWrite
+from service.base.errors import ServiceError
+from service.base.ids import uuid7
+from service.base.timefmt import iso_or_none
+from service.repositories.webhooks import NewWebhook, WebhookRow, WebhookWrite
 from service.schemas.webhooks import SecretRotation, WebhookCreate, WebhookPatch, unique_events
-from service.timefmt import iso_or_none
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord
 from service.usecases.common.tenant_access import visible_active
 from service.usecases.webhooks.access import unsafe_url, visible_webhook
 from service.views.base import SENSITIVE_MASK, document
-from service.views.webhooks import Webhook as WebhookView
+from service.views.webhooks import Webhook
 from service.webhooks.envelope import seal_secret
 from service.webhooks.signing import generate_secret
 from service.webhooks.urlguard import UnsafeUrl, UrlGuard
@@ -35,15 +35,15 @@ ROTATION_OVERLAP_SECONDS = 24 * 3600.0
 _EDITABLE = ("url", "events", "description", "active", "include_descendants")
 
 
-def _webhook_document(webhook: Webhook) -> dict[str, Any]:
+def _webhook_document(webhook: WebhookRow) -> dict[str, Any]:
     """The webhook as its audit entries record it (its view: never the secret)."""
-    found: dict[str, Any] = document(WebhookView.of(webhook))
+    found: dict[str, Any] = document(Webhook.of(webhook))
     return found
 
 
 @dataclass(frozen=True, slots=True)
-class WebhookWithSecret:
-    webhook: Webhook
+class CreatedWebhook:
+    webhook: WebhookRow
     secret: str
 
 
@@ -62,7 +62,7 @@ class WebhookChanges:
 
     async def create(
         self, principal: Principal, actor: Actor, body: WebhookCreate
-    ) -> WebhookWithSecret:
+    ) -> CreatedWebhook:
         if body.tenant_id is None and principal.is_scoped:
             raise ServiceError(
                 "TENANT_ACCESS_DENIED", "a tenant-scoped caller cannot create global webhooks"
@@ -75,7 +75,7 @@ class WebhookChanges:
         await self._check_url(body.url)
         secret = body.secret or generate_secret()
 
-        async def work(conn: asyncpg.Connection) -> Webhook:
+        async def work(conn: asyncpg.Connection) -> WebhookRow:
             if body.tenant_id is not None:
                 # Shared lock: the tenant cannot be archived or purged under the insert.
                 nodes = await self.tenants.lock_tenant_nodes_shared(conn, [body.tenant_id])
@@ -110,17 +110,17 @@ class WebhookChanges:
             )
             return created
 
-        return WebhookWithSecret(await self.deps.db.transaction(work), secret)
+        return CreatedWebhook(await self.deps.db.transaction(work), secret)
 
     async def update(
         self, principal: Principal, actor: Actor, webhook_id: UUID, patch: WebhookPatch
-    ) -> Webhook:
+    ) -> WebhookRow:
         if patch.url is not UNSET:
             current = await self.deps.db.run(lambda c: self.webhooks.get_webhook(c, webhook_id))
             visible_webhook(principal, current)  # 404 before any DNS work
             await self._check_url(patch.url)
 
-        async def work(conn: asyncpg.Connection) -> Webhook:
+        async def work(conn: asyncpg.Connection) -> WebhookRow:
             before = visible_webhook(principal, await self.webhooks.lock_webhook(conn, webhook_id))
             write = self._write_for(before, patch)
             changed = [f for f in _EDITABLE if getattr(write, f) != getattr(before, f)]
@@ -152,7 +152,7 @@ class WebhookChanges:
 
         return await self.deps.db.transaction(work)
 
-    def _write_for(self, before: Webhook, patch: WebhookPatch) -> WebhookWrite:
+    def _write_for(self, before: WebhookRow, patch: WebhookPatch) -> WebhookWrite:
         write = WebhookWrite(
             url=before.url if patch.url is UNSET else patch.url,
             events=before.events if patch.events is UNSET else unique_events(list(patch.events)),
@@ -200,10 +200,10 @@ class WebhookChanges:
         actor: Actor,
         webhook_id: UUID,
         body: SecretRotation | None,
-    ) -> WebhookWithSecret:
+    ) -> CreatedWebhook:
         secret = (body.secret if body else None) or generate_secret()
 
-        async def work(conn: asyncpg.Connection) -> Webhook:
+        async def work(conn: asyncpg.Connection) -> WebhookRow:
             visible_webhook(principal, await self.webhooks.lock_webhook(conn, webhook_id))
             rotated = await self.webhooks.rotate_webhook_secret(
                 conn,
@@ -230,4 +230,4 @@ class WebhookChanges:
             )
             return rotated
 
-        return WebhookWithSecret(await self.deps.db.transaction(work), secret)
+        return CreatedWebhook(await self.deps.db.transaction(work), secret)

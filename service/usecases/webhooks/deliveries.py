@@ -13,8 +13,8 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime
 
-from service.crypto import DecryptionError
-from service.logs import get_logger
+from service.base.crypto import DecryptionError
+from service.observability.logs import get_logger
 from service.repositories.deliveries import Claim
 from service.usecases.common.deps import Deps
 from service.usecases.webhooks.health import WebhookHealth

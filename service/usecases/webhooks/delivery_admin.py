@@ -13,7 +13,7 @@ from uuid import UUID
 import asyncpg
 
 from service.auth.principal import Actor, Principal
-from service.repositories.deliveries import Delivery, DeliveryStats, FailedDelivery
+from service.repositories.deliveries import DeliveryRow, DeliveryStatsRow, FailedDeliveryRow
 from service.schemas.webhooks import DeliveriesQuery, FailedDeliveriesQuery
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord
@@ -21,8 +21,8 @@ from service.usecases.webhooks.access import can_see, delivery_not_found, visibl
 
 
 @dataclass(frozen=True, slots=True)
-class DeliveryPage:
-    items: list[Delivery]
+class DeliveryRowPage:
+    items: list[DeliveryRow]
     next_cursor: UUID | None
 
     @property
@@ -45,17 +45,17 @@ class DeliveryAdmin:
 
     async def history(
         self, principal: Principal, webhook_id: UUID, query: DeliveriesQuery
-    ) -> DeliveryPage:
+    ) -> DeliveryRowPage:
         async with self.db.read_connection() as conn:
             await self._check_webhook(conn, principal, webhook_id)
             rows = await self.deliveries.list_webhook_deliveries(
                 conn, webhook_id, cursor=query.cursor, status=query.status, limit=query.limit + 1
             )
         if len(rows) > query.limit:
-            return DeliveryPage(rows[: query.limit], rows[query.limit - 1].id)
-        return DeliveryPage(rows, None)
+            return DeliveryRowPage(rows[: query.limit], rows[query.limit - 1].id)
+        return DeliveryRowPage(rows, None)
 
-    async def stats(self, principal: Principal, webhook_id: UUID | None) -> DeliveryStats:
+    async def stats(self, principal: Principal, webhook_id: UUID | None) -> DeliveryStatsRow:
         async with self.db.read_connection() as conn:
             await self._check_webhook(conn, principal, webhook_id)
             return await self.deliveries.delivery_stats(
@@ -64,7 +64,7 @@ class DeliveryAdmin:
 
     async def failed(
         self, principal: Principal, query: FailedDeliveriesQuery
-    ) -> tuple[list[FailedDelivery], UUID | None]:
+    ) -> tuple[list[FailedDeliveryRow], UUID | None]:
         """A page of dead letters, newest first, and the cursor of the next page."""
         async with self.db.read_connection() as conn:
             await self._check_webhook(conn, principal, query.webhook_id)

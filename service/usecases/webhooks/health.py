@@ -26,11 +26,11 @@ from uuid import UUID
 import asyncpg
 
 from service.auth.principal import SYSTEM_ACTOR, Actor, Principal
-from service.errors import ServiceError
-from service.logs import get_logger
-from service.repositories.webhook_health import Health, SourceStreak, Streak
-from service.repositories.webhooks import Webhook, WebhookWrite
-from service.timefmt import iso
+from service.base.errors import ServiceError
+from service.base.timefmt import iso
+from service.observability.logs import get_logger
+from service.repositories.webhook_health import SourceStreak, Streak, WebhookHealthRow
+from service.repositories.webhooks import WebhookRow, WebhookWrite
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord, Event
 from service.usecases.webhooks.access import visible_webhook
@@ -75,7 +75,7 @@ def shared_failure(
     return len(reaching) >= 2
 
 
-def write_of(w: Webhook, *, active: bool) -> WebhookWrite:
+def write_of(w: WebhookRow, *, active: bool) -> WebhookWrite:
     return WebhookWrite(
         url=w.url,
         events=w.events,
@@ -95,7 +95,7 @@ class WebhookHealth:
         self.health = deps.repos.webhook_health
         self.webhooks = deps.repos.webhooks
 
-    async def of(self, webhook_ids: Sequence[UUID]) -> dict[UUID, Health]:
+    async def of(self, webhook_ids: Sequence[UUID]) -> dict[UUID, WebhookHealthRow]:
         if not webhook_ids:
             return {}
         return await self.db.run(lambda c: self.health.list_health(c, webhook_ids))

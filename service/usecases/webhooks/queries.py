@@ -9,9 +9,9 @@ import asyncpg
 from msgspec import UNSET
 
 from service.auth.principal import Actor, Principal
-from service.crypto import DecryptionError
-from service.ids import uuid7
-from service.repositories.webhooks import Webhook
+from service.base.crypto import DecryptionError
+from service.base.ids import uuid7
+from service.repositories.webhooks import WebhookRow
 from service.schemas.webhooks import ListWebhooksQuery
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord
@@ -32,12 +32,12 @@ class WebhookQueries:
         self.webhooks = deps.repos.webhooks
         self.tenants = deps.repos.tenants
 
-    async def get(self, principal: Principal, webhook_id: UUID) -> Webhook:
+    async def get(self, principal: Principal, webhook_id: UUID) -> WebhookRow:
         return visible_webhook(
             principal, await self.db.read(lambda c: self.webhooks.get_webhook(c, webhook_id))
         )
 
-    async def list(self, principal: Principal, query: ListWebhooksQuery) -> list[Webhook]:
+    async def list(self, principal: Principal, query: ListWebhooksQuery) -> list[WebhookRow]:
         async with self.db.read_connection() as conn:
             if query.tenant_id is not None:
                 nodes = await self.tenants.get_tenant_nodes(conn, [query.tenant_id])

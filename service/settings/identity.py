@@ -1,14 +1,16 @@
 """The settings of tokens from an OpenID Connect provider (docs/identity.md).
 
-Read by Settings.from_env (service/settings.py) as one block of its fields.
+Read by Settings.from_env (service/settings/options.py) as one block of its fields.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
+
+from service.settings.reader import EnvironmentReader
 
 if TYPE_CHECKING:
-    from service.settings import Settings
+    from service.settings.options import Settings
 
 ASYMMETRIC_ALGORITHMS = (
     "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"
@@ -17,18 +19,7 @@ PROVIDER_DEFAULT_ALGORITHMS = ("RS256", "ES256", "EdDSA")
 _SCOPE_NAMES = ("read", "write", "admin")
 
 
-class Reader(Protocol):
-    """What this needs of config's environment reader."""
-
-    errors: list[str]
-
-    def text(self, name: str, default: str) -> str: ...
-    def optional(self, name: str) -> str | None: ...
-    def duration(self, name: str, default: str) -> int: ...
-    def number(self, name: str, default: float, low: float, high: float) -> float: ...
-
-
-def identity_settings(reader: Reader, settings: Settings) -> dict[str, object]:
+def identity_settings(reader: EnvironmentReader, settings: Settings) -> dict[str, object]:
     jwks_url = reader.optional("JWT_JWKS_URL")
     issuer = reader.optional("OIDC_ISSUER")
     if issuer is not None:

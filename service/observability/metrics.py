@@ -37,7 +37,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
-from service.request_figures import Counted, RequestFigures
+from service.observability.request_figures import Counted, RequestFigures
 
 NAMESPACE = "tenant_service"
 # Deliveries waiting and dead-lettered; successes are not counted (that count only grows).
@@ -201,7 +201,7 @@ class Metrics:
             "Time from receiving a request to its answer, by route template",
         )
         # One process answering its own scrapes keeps these as plain numbers
-        # (service/request_figures.py); workers share them through the directory.
+        # (service/observability/request_figures.py); workers share them through the directory.
         self.figures: RequestFigures | None = None
         if owned is not None:
             self.figures = RequestFigures(

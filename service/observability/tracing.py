@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from aiohttp import web
 
-from service.logs import get_logger
+from service.observability.logs import get_logger
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider

@@ -5,7 +5,7 @@ their bucket in Python: about 2.7 of a cached read's 52 microseconds of CPU. Whe
 process answers its own scrapes (no PROMETHEUS_MULTIPROC_DIR) nothing else reads the
 figures between two scrapes, so a request adds to Python integers and the families are
 built when a scrape asks. The series, names and bucket bounds are those of the
-prometheus_client metrics service/metrics.py declares for the multiprocess case.
+prometheus_client metrics service/observability/metrics.py declares for the multiprocess case.
 """
 
 from __future__ import annotations

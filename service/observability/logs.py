@@ -25,7 +25,7 @@ from typing import Any, TextIO
 import orjson
 import structlog
 
-from service.log_lines import LineWriter, StdlibLines, StructlogLinesFactory
+from service.observability.log_lines import LineWriter, StdlibLines, StructlogLinesFactory
 
 _SECRET_SHAPES = re.compile(
     r"sk_(?:live|test)_[0-9A-Za-z]{20,}"  # API keys

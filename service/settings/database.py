@@ -1,33 +1,22 @@
 """The settings of read replicas, PgBouncer and the direct connection (docs/scaling.md).
 
-Read by Settings.from_env (service/settings.py) as one block of its fields.
+Read by Settings.from_env (service/settings/options.py) as one block of its fields.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
 from urllib.parse import urlsplit
 
+from service.settings.reader import EnvironmentReader
+
 DEFAULT_STATEMENT_CACHE_SIZE = 1024
-
-
-class Reader(Protocol):
-    """What this needs of settings' environment reader."""
-
-    errors: list[str]
-
-    def text(self, name: str, default: str) -> str: ...
-    def optional(self, name: str) -> str | None: ...
-    def integer(self, name: str, default: int, low: int, high: int) -> int: ...
-    def number(self, name: str, default: float, low: float, high: float) -> float: ...
-    def boolean(self, name: str, default: bool) -> bool: ...
 
 
 def _is_postgres_url(url: str) -> bool:
     return urlsplit(url).scheme in ("postgres", "postgresql")
 
 
-def database_settings(reader: Reader) -> dict[str, object]:
+def database_settings(reader: EnvironmentReader) -> dict[str, object]:
     replicas = tuple(u.strip() for u in reader.text("DATABASE_REPLICA_URLS", "").split(","))
     replicas = tuple(u for u in replicas if u)
     for index, url in enumerate(replicas):

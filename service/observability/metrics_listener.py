@@ -3,7 +3,7 @@ default), so a scraper reaches the figures without them being on the API port.
 
 Under `serve --workers N` every worker binds it with SO_REUSEPORT, like the API port;
 whichever worker answers reports the sum over all of them (PROMETHEUS_MULTIPROC_DIR, see
-service/metrics.py). When METRICS_TOKEN is set it is required here too.
+service/observability/metrics.py). When METRICS_TOKEN is set it is required here too.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from aiohttp import web
 
 from service.handlers.observability import scrape, token_presented
 from service.http.deadlines import TimedSite
-from service.settings import Settings
+from service.settings.options import Settings
 
 SERVED_APP = web.AppKey("served_app", web.Application)
 TOKEN = web.AppKey("metrics_token", str)

@@ -1,0 +1,1 @@
+"""Errors, ids, time formats, durations, encryption, ETags: used by every layer."""

@@ -1,0 +1,1 @@
+"""Logs, log lines, metrics, request figures and traces."""

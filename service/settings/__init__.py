@@ -1,0 +1,1 @@
+"""Settings: the service's configuration from the environment."""
