@@ -19,7 +19,7 @@ from service.schemas.api_keys import (
     RoleAssignment,
 )
 from service.usecases.keys.commands import CreatedKey
-from service.views.keys import ApiKey, ApiKeyPage, ApiKeyWithPlaintext
+from service.views.keys import ApiKey, ApiKeyPage, ApiKeyWithPlaintext, EffectiveScopes
 
 api = Api("api-keys")
 KEY_ERRORS = ("VALIDATION_ERROR", "API_KEY_NOT_FOUND", "TENANT_ACCESS_DENIED")
@@ -39,7 +39,7 @@ def _created(created: CreatedKey) -> web.Response:
 
 @api.route(
     "POST", "/api/v1/api-keys", summary="Create an API key (its text is shown once)",
-    body=ApiKeyCreate, response="ApiKeyWithPlaintext", status=201,
+    body=ApiKeyCreate, response=ApiKeyWithPlaintext, status=201,
     extra={"headers": {201: ("Location",)}},
     errors=("VALIDATION_ERROR", "INSUFFICIENT_SCOPE", "TENANT_ACCESS_DENIED",
             "TENANT_NOT_FOUND", "TENANT_ARCHIVED", "ROLE_NOT_FOUND", "EXCEEDS_CALLER_LIMITS"),
@@ -54,7 +54,7 @@ async def create_api_key(request: web.Request) -> web.Response:
 
 @api.route(
     "GET", "/api/v1/api-keys", summary="List API keys (keyset pages)", query=ListApiKeysQuery,
-    response="ApiKeyPage", errors=("VALIDATION_ERROR", "TENANT_NOT_FOUND"),
+    response=ApiKeyPage, errors=("VALIDATION_ERROR", "TENANT_NOT_FOUND"),
     extra={"headers": {200: ("Link",)}},
 )  # fmt: skip
 async def list_api_keys(request: web.Request) -> web.Response:
@@ -73,7 +73,7 @@ async def list_api_keys(request: web.Request) -> web.Response:
 # Declared before /api/v1/api-keys/{id}: routes match in order.
 @api.route(
     "GET", "/api/v1/api-keys/dormant", summary="Usable keys unused for more than `days` days",
-    query=DormantQuery, response="ApiKeyList", errors=("VALIDATION_ERROR",),
+    query=DormantQuery, response=list[ApiKey], errors=("VALIDATION_ERROR",),
 )  # fmt: skip
 async def list_dormant_api_keys(request: web.Request) -> web.Response:
     query = parse_query(request, DormantQuery)
@@ -82,7 +82,7 @@ async def list_dormant_api_keys(request: web.Request) -> web.Response:
 
 
 @api.route(
-    "GET", "/api/v1/api-keys/{id}", summary="Get an API key", response="ApiKey",
+    "GET", "/api/v1/api-keys/{id}", summary="Get an API key", response=ApiKey,
     errors=KEY_ERRORS,
 )  # fmt: skip
 async def get_api_key(request: web.Request) -> web.Response:
@@ -92,7 +92,7 @@ async def get_api_key(request: web.Request) -> web.Response:
 
 @api.route(
     "PATCH", "/api/v1/api-keys/{id}", summary="Change a key's name, scopes, limits or expiry",
-    body=ApiKeyPatch, response="ApiKey",
+    body=ApiKeyPatch, response=ApiKey,
     errors=(*KEY_ERRORS, "INSUFFICIENT_SCOPE", "API_KEY_REVOKED",
             "EXCEEDS_CALLER_LIMITS"),
 )  # fmt: skip
@@ -121,7 +121,7 @@ async def revoke_api_key(request: web.Request) -> web.Response:
     "POST", "/api/v1/api-keys/{id}/rotate",
     summary="Replace a key with a new one of the same settings (old one revoked now or "
             "after grace_period_seconds)",
-    body=ApiKeyRotate, response="ApiKeyWithPlaintext", status=201,
+    body=ApiKeyRotate, response=ApiKeyWithPlaintext, status=201,
     extra={"body_required": False, "headers": {201: ("Location",)}},
     errors=(*KEY_ERRORS, "INSUFFICIENT_SCOPE", "API_KEY_REVOKED",
             "EXCEEDS_CALLER_LIMITS"),
@@ -137,7 +137,7 @@ async def rotate_api_key(request: web.Request) -> web.Response:
 
 @api.route(
     "PUT", "/api/v1/api-keys/{id}/role", summary="Assign a role (its scopes replace the key's)",
-    body=RoleAssignment, response="ApiKey",
+    body=RoleAssignment, response=ApiKey,
     errors=(*KEY_ERRORS, "ROLE_NOT_FOUND", "INSUFFICIENT_SCOPE", "API_KEY_REVOKED",
             "EXCEEDS_CALLER_LIMITS"),
 )  # fmt: skip
@@ -152,7 +152,7 @@ async def assign_role(request: web.Request) -> web.Response:
 
 @api.route(
     "DELETE", "/api/v1/api-keys/{id}/role", summary="Remove the key's role (back to its own "
-    "scopes)", response="ApiKey",
+    "scopes)", response=ApiKey,
     errors=(*KEY_ERRORS, "INSUFFICIENT_SCOPE", "API_KEY_REVOKED",
             "EXCEEDS_CALLER_LIMITS"),
 )  # fmt: skip
@@ -166,7 +166,7 @@ async def remove_role(request: web.Request) -> web.Response:
 
 @api.route(
     "GET", "/api/v1/api-keys/{id}/scopes", summary="The key's effective scopes and their source",
-    response="EffectiveScopes", errors=KEY_ERRORS,
+    response=EffectiveScopes, errors=KEY_ERRORS,
 )  # fmt: skip
 async def effective_scopes(request: web.Request) -> web.Response:
     result = await use_cases(request).api_key_queries.effective_scopes(

@@ -11,6 +11,7 @@ from service.http.requests import parse_query, path_uuid
 from service.http.responses import json_response, next_page
 from service.http.routing import Api
 from service.schemas.audit import AuditChainExportQuery, AuditChainVerifyQuery, AuditLogQuery
+from service.views.audit_chain import AuditChainLink, AuditChainVerification
 from service.views.compliance import AuditEntry
 
 api = Api("audit")
@@ -18,7 +19,7 @@ api = Api("audit")
 
 @api.route(
     "GET", "/api/v1/audit-logs", summary="List audit entries, newest first (X-Next-Cursor)",
-    query=AuditLogQuery, response="AuditEntryList",
+    query=AuditLogQuery, response=list[AuditEntry],
     extra={"headers": {200: ("X-Next-Cursor", "Link")}},
     errors=("VALIDATION_ERROR", "TENANT_NOT_FOUND"),
 )  # fmt: skip
@@ -33,7 +34,7 @@ async def list_audit_logs(request: web.Request) -> web.Response:
 @api.route(
     "GET", "/api/v1/audit-logs/verify",
     summary="Check the audit hash chain over a range of links; reports the first break",
-    query=AuditChainVerifyQuery, response="AuditChainVerification",
+    query=AuditChainVerifyQuery, response=AuditChainVerification,
     errors=("VALIDATION_ERROR", "TENANT_ACCESS_DENIED"),
 )  # fmt: skip
 async def verify_audit_chain(request: web.Request) -> web.Response:
@@ -47,7 +48,7 @@ async def verify_audit_chain(request: web.Request) -> web.Response:
 @api.route(
     "GET", "/api/v1/audit-logs/chain",
     summary="Export the audit chain's links with their entries, oldest first (X-Next-Cursor)",
-    query=AuditChainExportQuery, response="AuditChainLinkList",
+    query=AuditChainExportQuery, response=list[AuditChainLink],
     errors=("VALIDATION_ERROR", "TENANT_ACCESS_DENIED"),
 )  # fmt: skip
 async def export_audit_chain(request: web.Request) -> web.Response:
@@ -60,7 +61,7 @@ async def export_audit_chain(request: web.Request) -> web.Response:
 
 
 @api.route(
-    "GET", "/api/v1/audit-logs/{id}", summary="Get one audit entry", response="AuditEntry",
+    "GET", "/api/v1/audit-logs/{id}", summary="Get one audit entry", response=AuditEntry,
     errors=("VALIDATION_ERROR", "AUDIT_LOG_NOT_FOUND"),
 )  # fmt: skip
 async def get_audit_log(request: web.Request) -> web.Response:

@@ -26,7 +26,7 @@ def _no_store(reveal: bool) -> dict[str, str]:
 
 @api.route(
     "GET", CONFIG_PATH, summary="A tenant's own config entries", query=RevealQuery,
-    response="ConfigEntryList", errors=REVEAL_ERRORS,
+    response=list[ConfigEntry], errors=REVEAL_ERRORS,
 )  # fmt: skip
 async def list_config(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
@@ -41,7 +41,7 @@ async def list_config(request: web.Request) -> web.Response:
 
 @api.route(
     "GET", CONFIG_PATH + "/{key}", summary="One config entry", query=RevealQuery,
-    response="ConfigEntry", errors=(*REVEAL_ERRORS, "CONFIG_NOT_FOUND"),
+    response=ConfigEntry, errors=(*REVEAL_ERRORS, "CONFIG_NOT_FOUND"),
 )  # fmt: skip
 async def get_config(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
@@ -55,8 +55,8 @@ async def get_config(request: web.Request) -> web.Response:
 
 @api.route(
     "PUT", CONFIG_PATH + "/{key}", summary="Create (201) or replace (200) a config entry",
-    body=ConfigPut, response="ConfigEntry", status=201,
-    extra={"responses": {200: "ConfigEntry"}, "headers": {201: ("Location",)}},
+    body=ConfigPut, response=ConfigEntry, status=201,
+    extra={"responses": {200: ConfigEntry}, "headers": {201: ("Location",)}},
     errors=(*READ_ERRORS, "CONFIG_LOCKED"),
 )  # fmt: skip
 async def put_config(request: web.Request) -> web.Response:
@@ -87,7 +87,7 @@ async def delete_config(request: web.Request) -> web.Response:
 
 @api.route(
     "GET", PERMISSIONS_PATH, summary="A tenant's own permission policies",
-    response="PermissionPolicyList", errors=READ_ERRORS,
+    response=list[PermissionPolicy], errors=READ_ERRORS,
 )  # fmt: skip
 async def list_permissions(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
@@ -99,7 +99,7 @@ async def list_permissions(request: web.Request) -> web.Response:
 
 @api.route(
     "GET", PERMISSIONS_PATH + "/{key}", summary="One permission policy",
-    response="PermissionPolicy", errors=(*READ_ERRORS, "PERMISSION_NOT_FOUND"),
+    response=PermissionPolicy, errors=(*READ_ERRORS, "PERMISSION_NOT_FOUND"),
 )  # fmt: skip
 async def get_permission(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
@@ -111,8 +111,8 @@ async def get_permission(request: web.Request) -> web.Response:
 @api.route(
     "PUT", PERMISSIONS_PATH + "/{key}",
     summary="Create (201, permission.created) or replace (200, permission.updated) a policy",
-    body=PermissionPut, response="PermissionPolicy", status=201,
-    extra={"responses": {200: "PermissionPolicy"}, "headers": {201: ("Location",)}},
+    body=PermissionPut, response=PermissionPolicy, status=201,
+    extra={"responses": {200: PermissionPolicy}, "headers": {201: ("Location",)}},
     errors=(*READ_ERRORS, "PERMISSION_LOCKED"),
 )  # fmt: skip
 async def put_permission(request: web.Request) -> web.Response:

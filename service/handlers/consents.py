@@ -25,8 +25,8 @@ CONSENT_ERRORS = ("VALIDATION_ERROR", "TENANT_NOT_FOUND", "TENANT_ARCHIVED")
 @api.route(
     "POST", "/api/v1/tenants/{id}/consent",
     summary="Grant consent for a purpose (200 with the active record when one exists)",
-    body=ConsentGrant, response="Consent", status=201, errors=CONSENT_ERRORS,
-    extra={"responses": {200: "Consent"}},
+    body=ConsentGrant, response=Consent, status=201, errors=CONSENT_ERRORS,
+    extra={"responses": {200: Consent}},
 )  # fmt: skip
 async def grant_consent(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
@@ -39,7 +39,7 @@ async def grant_consent(request: web.Request) -> web.Response:
 
 @api.route(
     "GET", "/api/v1/tenants/{id}/consent", summary="Consent records, newest first",
-    query=ConsentListQuery, response="ConsentList", errors=CONSENT_ERRORS,
+    query=ConsentListQuery, response=list[Consent], errors=CONSENT_ERRORS,
 )  # fmt: skip
 async def list_consents(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)

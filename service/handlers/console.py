@@ -61,7 +61,7 @@ def _serve(request: web.Request, name: str) -> web.Response:
 
 @api.route(
     "GET", "/console", summary="The admin console (HTML page)", public=True,
-    response="ConsolePage", extra={"content_type": "text/html", **FRESH_GET},
+    response=str, extra={"content_type": "text/html", **FRESH_GET},
 )  # fmt: skip
 async def console_page(request: web.Request) -> web.Response:
     return _serve(request, INDEX)
@@ -78,7 +78,7 @@ async def console_slash(request: web.Request) -> web.Response:
 
 @api.route(
     "GET", "/console/{name}", summary="A static file of the admin console", public=True,
-    errors=("NOT_FOUND",), response="ConsoleAsset",
+    errors=("NOT_FOUND",), response=str,
     extra={"content_type": tuple(dict.fromkeys(CONTENT_TYPES.values())), **FRESH_GET},
 )  # fmt: skip
 async def console_file(request: web.Request) -> web.Response:

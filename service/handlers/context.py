@@ -10,6 +10,7 @@ from service.http.requests import parse_query, path_uuid
 from service.http.responses import rendered_response
 from service.http.routing import FRESH_GET, Api
 from service.schemas.config import RevealQuery
+from service.views.entries import TenantContext
 
 api = Api("context")
 
@@ -17,7 +18,7 @@ api = Api("context")
 @api.route(
     "GET", "/api/v1/tenants/{id}/context",
     summary="Config and permissions after inheritance (ETag; If-None-Match answers 304)",
-    query=RevealQuery, response="TenantContext", extra=FRESH_GET,
+    query=RevealQuery, response=TenantContext, extra=FRESH_GET,
     errors=("VALIDATION_ERROR", "TENANT_NOT_FOUND", "TENANT_ARCHIVED", "INSUFFICIENT_SCOPE"),
 )  # fmt: skip
 async def get_context(request: web.Request) -> web.Response:

@@ -19,7 +19,7 @@ api = Api("maintenance")
 @api.route(
     "POST", "/api/v1/maintenance/rotate-encryption-key",
     summary="Re-encrypt every sensitive config value and webhook secret under a new key",
-    body=RotateEncryptionKey, response="EncryptionKeyRotation",
+    body=RotateEncryptionKey, response=EncryptionKeyRotation,
     errors=("VALIDATION_ERROR", "INSUFFICIENT_SCOPE", "TENANT_ACCESS_DENIED",
             "ENCRYPTION_KEY_MISMATCH"),
 )  # fmt: skip

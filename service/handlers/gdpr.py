@@ -11,7 +11,7 @@ from service.http.responses import json_response
 from service.http.routing import Api
 from service.schemas.tenant_admin import ExportQuery, PurgeBody
 from service.views.base import encode
-from service.views.compliance import PurgeResult
+from service.views.compliance import PurgeResult, TenantExport
 
 api = Api("gdpr")
 
@@ -19,7 +19,7 @@ api = Api("gdpr")
 @api.route(
     "GET", "/api/v1/tenants/{id}/export",
     summary="GDPR export: one JSON document (attachment) with everything about a tenant",
-    query=ExportQuery, response="TenantExport",
+    query=ExportQuery, response=TenantExport,
     errors=("VALIDATION_ERROR", "TENANT_NOT_FOUND"),
 )  # fmt: skip
 async def export_tenant(request: web.Request) -> web.Response:
@@ -45,7 +45,7 @@ async def export_tenant(request: web.Request) -> web.Response:
 @api.route(
     "POST", "/api/v1/tenants/{id}/purge",
     summary="GDPR purge: hard-delete a tenant (cascade: its subtree); audit entries redacted",
-    body=PurgeBody, response="PurgeResult",
+    body=PurgeBody, response=PurgeResult,
     errors=("VALIDATION_ERROR", "TENANT_NOT_FOUND", "HAS_CHILDREN"),
 )  # fmt: skip
 async def purge_tenant(request: web.Request) -> web.Response:

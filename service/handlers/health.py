@@ -7,6 +7,7 @@ from aiohttp import web
 from service.http.appkeys import DATABASE, MIGRATION_HEAD, REPOSITORIES
 from service.http.responses import json_response
 from service.http.routing import Api
+from service.views.probes import Health, Index, Readiness
 
 api = Api("operations")
 
@@ -22,24 +23,22 @@ INDEX = {
 
 
 @api.route(
-    "GET", "/", summary="Where to go: the console and the OpenAPI document", response="Index",
+    "GET", "/", summary="Where to go: the console and the OpenAPI document", response=Index,
     public=True,
 )  # fmt: skip
 async def index(request: web.Request) -> web.Response:
     return json_response(INDEX)
 
 
-@api.route(
-    "GET", "/health", summary="Liveness: the process answers", response="Health", public=True
-)
+@api.route("GET", "/health", summary="Liveness: the process answers", response=Health, public=True)
 async def health(request: web.Request) -> web.Response:
     return json_response({"status": "ok"})
 
 
 @api.route(
     "GET", "/ready", summary="Readiness: database reachable and migrated", public=True,
-    response="Readiness", errors=("SERVICE_UNAVAILABLE",),
-    extra={"responses": {503: "Readiness"}, "headers": {503: ("Retry-After",)}},
+    response=Readiness, errors=("SERVICE_UNAVAILABLE",),
+    extra={"responses": {503: Readiness}, "headers": {503: ("Retry-After",)}},
 )  # fmt: skip
 async def ready(request: web.Request) -> web.Response:
     repos = request.app[REPOSITORIES]

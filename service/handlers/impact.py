@@ -17,6 +17,7 @@ from service.schemas.config import (
     entry_key,
 )
 from service.schemas.tenants import TenantMove
+from service.views.impact import ConfigChangePreview, MovePreview, PermissionChangePreview
 
 api = Api("config")
 
@@ -26,7 +27,7 @@ api = Api("config")
     summary="Preview setting or deleting a config entry: the tenants whose resolved value "
     "would change (paged, X-Next-Cursor), the entries a lock would shadow, and whether the "
     "write would be refused; nothing is written",
-    body=ConfigPreviewBody, query=PreviewQuery, response="ConfigChangePreview",
+    body=ConfigPreviewBody, query=PreviewQuery, response=ConfigChangePreview,
     errors=("VALIDATION_ERROR", "TENANT_NOT_FOUND", "TENANT_ARCHIVED"), writes=False,
 )  # fmt: skip
 async def preview_config_change(request: web.Request) -> web.Response:
@@ -46,7 +47,7 @@ async def preview_config_change(request: web.Request) -> web.Response:
     summary="Preview setting or deleting a permission policy: the tenants whose resolved "
     "policy would change (paged, X-Next-Cursor), the policies a LOCKED one would shadow, "
     "and whether the write would be refused; nothing is written",
-    body=PermissionPreviewBody, query=PreviewQuery, response="PermissionChangePreview",
+    body=PermissionPreviewBody, query=PreviewQuery, response=PermissionChangePreview,
     errors=("VALIDATION_ERROR", "TENANT_NOT_FOUND", "TENANT_ARCHIVED"), writes=False,
 )  # fmt: skip
 async def preview_permission_change(request: web.Request) -> web.Response:
@@ -66,7 +67,7 @@ async def preview_permission_change(request: web.Request) -> web.Response:
     summary="Preview moving a tenant: the subtree's tenants whose resolved config or "
     "permissions would change (paged, X-Next-Cursor) and whether the move would be "
     "refused; nothing is written",
-    body=TenantMove, query=PreviewQuery, response="MovePreview",
+    body=TenantMove, query=PreviewQuery, response=MovePreview,
     errors=("VALIDATION_ERROR", "TENANT_NOT_FOUND", "TENANT_ARCHIVED", "TENANT_ACCESS_DENIED"),
     writes=False,
 )  # fmt: skip

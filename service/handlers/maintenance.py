@@ -10,6 +10,7 @@ from service.http.requests import read_optional_body
 from service.http.responses import json_response
 from service.http.routing import Api
 from service.schemas.tenant_admin import PurgeExpiredBody
+from service.views.compliance import PurgeExpiredResult
 
 api = Api("maintenance")
 
@@ -17,7 +18,7 @@ api = Api("maintenance")
 @api.route(
     "POST", "/api/v1/maintenance/purge-expired",
     summary="Remove expired audit entries, deliveries, events, consents and archived tenants",
-    body=PurgeExpiredBody, response="PurgeExpiredResult", extra={"body_required": False},
+    body=PurgeExpiredBody, response=PurgeExpiredResult, extra={"body_required": False},
     errors=("VALIDATION_ERROR", "TENANT_ACCESS_DENIED"),
     # Its batches commit one by one: an Idempotency-Key answer is stored after the run.
     idempotency="after_work",

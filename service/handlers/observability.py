@@ -4,6 +4,7 @@ this port; service/observability/metrics_listener.py serves them on METRICS_PORT
 from __future__ import annotations
 
 import hmac
+from typing import Any
 
 from aiohttp import web
 
@@ -18,7 +19,7 @@ log = get_logger("service.metrics")
 
 @api.route(
     "GET", "/api/v1/openapi.json", summary="This API as an OpenAPI 3.1 document",
-    response="OpenApiDocument", public=True,
+    response=dict[str, Any], public=True,
 )  # fmt: skip
 async def openapi_document(request: web.Request) -> web.Response:
     body = request.app[OPENAPI].body(request.app[ENDPOINTS].values())
@@ -29,7 +30,7 @@ async def openapi_document(request: web.Request) -> web.Response:
     "GET", "/metrics",
     summary="Prometheus metrics (text exposition format); 404 unless METRICS_TOKEN is set "
     "and sent as Authorization: Bearer <METRICS_TOKEN>",
-    response="MetricsText", public=True, errors=("NOT_FOUND",),
+    response=str, public=True, errors=("NOT_FOUND",),
     extra={"content_type": "text/plain"},
 )  # fmt: skip
 async def metrics(request: web.Request) -> web.Response:

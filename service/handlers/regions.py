@@ -17,7 +17,7 @@ api = Api("regions")
 
 @api.route(
     "GET", "/api/v1/regions", summary="The configured regions (SERVICE_REGIONS)",
-    response="RegionList",
+    response=list[Region],
 )  # fmt: skip
 async def list_regions(request: web.Request) -> web.Response:
     settings = request.app[SETTINGS]
@@ -29,7 +29,7 @@ async def list_regions(request: web.Request) -> web.Response:
 @api.route(
     "POST", "/api/v1/tenants/{id}/migrate-region",
     summary="Move a tenant (and by default its subtree) to another region",
-    body=MigrateRegionBody, response="RegionMigration",
+    body=MigrateRegionBody, response=RegionMigration,
     errors=("VALIDATION_ERROR", "TENANT_NOT_FOUND", "TENANT_ARCHIVED", "ALREADY_IN_REGION"),
 )  # fmt: skip
 async def migrate_region(request: web.Request) -> web.Response:

@@ -17,7 +17,7 @@ ROLE_ERRORS = ("VALIDATION_ERROR", "ROLE_NOT_FOUND", "TENANT_ACCESS_DENIED")
 
 
 @api.route(
-    "POST", "/api/v1/roles", summary="Create a role", body=RoleCreate, response="Role",
+    "POST", "/api/v1/roles", summary="Create a role", body=RoleCreate, response=Role,
     status=201, extra={"headers": {201: ("Location",)}},
     errors=("VALIDATION_ERROR", "CONFLICT", "INSUFFICIENT_SCOPE", "TENANT_ACCESS_DENIED",
             "TENANT_NOT_FOUND", "TENANT_ARCHIVED"),
@@ -33,7 +33,7 @@ async def create_role(request: web.Request) -> web.Response:
 
 
 @api.route(
-    "GET", "/api/v1/roles", summary="List roles", query=ListRolesQuery, response="RoleList",
+    "GET", "/api/v1/roles", summary="List roles", query=ListRolesQuery, response=list[Role],
     errors=("VALIDATION_ERROR", "TENANT_NOT_FOUND"),
 )  # fmt: skip
 async def list_roles(request: web.Request) -> web.Response:
@@ -43,7 +43,7 @@ async def list_roles(request: web.Request) -> web.Response:
 
 
 @api.route(
-    "GET", "/api/v1/roles/{id}", summary="Get a role", response="Role", errors=ROLE_ERRORS,
+    "GET", "/api/v1/roles/{id}", summary="Get a role", response=Role, errors=ROLE_ERRORS,
 )  # fmt: skip
 async def get_role(request: web.Request) -> web.Response:
     role = await use_cases(request).role_management.get(principal_of(request), path_uuid(request))
@@ -52,7 +52,7 @@ async def get_role(request: web.Request) -> web.Response:
 
 @api.route(
     "PATCH", "/api/v1/roles/{id}", summary="Change a role's name, description or scopes",
-    body=RolePatch, response="Role", errors=(*ROLE_ERRORS, "CONFLICT", "INSUFFICIENT_SCOPE",
+    body=RolePatch, response=Role, errors=(*ROLE_ERRORS, "CONFLICT", "INSUFFICIENT_SCOPE",
                                                  "EXCEEDS_CALLER_LIMITS"),
 )  # fmt: skip
 async def update_role(request: web.Request) -> web.Response:

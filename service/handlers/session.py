@@ -8,6 +8,7 @@ from service.http.appkeys import use_cases
 from service.http.middleware import principal_of
 from service.http.responses import json_response
 from service.http.routing import Api
+from service.views.session import SignedIn
 
 api = Api("session")
 
@@ -15,7 +16,7 @@ api = Api("session")
 @api.route(
     "GET", "/api/v1/me",
     summary="The calling credential: kind, name, key prefix, effective scopes, subtree",
-    response="SignedIn",
+    response=SignedIn,
 )  # fmt: skip
 async def me(request: web.Request) -> web.Response:
     described = await use_cases(request).signed_in.describe(principal_of(request))

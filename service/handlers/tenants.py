@@ -34,6 +34,7 @@ from service.schemas.tenants import (
 from service.usecases.tenants.creation import BatchRejected, ItemError, batch_error
 from service.usecases.tenants.queries import Page
 from service.views.base import render
+from service.views.errors import TenantBatchError
 from service.views.tenants import Tenant, TenantBatchResult, TenantPage
 
 api = Api("tenants")
@@ -61,7 +62,7 @@ def _tenant_response(
 
 @api.route(
     "GET", "/api/v1/tenants", summary="List tenants (keyset pages)", query=ListTenantsQuery,
-    response="TenantPage", errors=("VALIDATION_ERROR", "TENANT_NOT_FOUND"),
+    response=TenantPage, errors=("VALIDATION_ERROR", "TENANT_NOT_FOUND"),
     extra={"headers": {200: ("Link",)}},
 )  # fmt: skip
 async def list_tenants(request: web.Request) -> web.Response:
@@ -74,7 +75,7 @@ async def list_tenants(request: web.Request) -> web.Response:
 
 
 @api.route(
-    "POST", "/api/v1/tenants", summary="Create a tenant", body=TenantCreate, response="Tenant",
+    "POST", "/api/v1/tenants", summary="Create a tenant", body=TenantCreate, response=Tenant,
     status=201, extra={"headers": {201: ("ETag", "Location")}},
     errors=("VALIDATION_ERROR", "CONFLICT", "TENANT_NOT_FOUND", "TENANT_ARCHIVED",
             "TENANT_ACCESS_DENIED", "DEPTH_LIMIT_EXCEEDED", "CONFIG_LOCKED"),
@@ -91,9 +92,9 @@ async def create_tenant(request: web.Request) -> web.Response:
 
 @api.route(
     "POST", "/api/v1/tenants/batch", summary="Create up to 100 tenants atomically",
-    body=TenantBatchCreate, response="TenantBatchResult", status=201,
+    body=TenantBatchCreate, response=TenantBatchResult, status=201,
     errors=("VALIDATION_ERROR", "CONFLICT"),
-    extra={"responses": {400: "TenantBatchError", 409: "TenantBatchError"}},
+    extra={"responses": {400: TenantBatchError, 409: TenantBatchError}},
 )  # fmt: skip
 async def create_tenants_batch(request: web.Request) -> web.Response:
     batch = await read_body(request, TenantBatchCreate)
@@ -119,7 +120,7 @@ async def create_tenants_batch(request: web.Request) -> web.Response:
 
 @api.route(
     "GET", "/api/v1/tenants/{id}", summary="Get a tenant (ETag; If-None-Match answers 304)",
-    query=GetTenantQuery, response="Tenant", extra=FRESH_GET,
+    query=GetTenantQuery, response=Tenant, extra=FRESH_GET,
     errors=TENANT_ERRORS,
 )  # fmt: skip
 async def get_tenant(request: web.Request) -> web.Response:
@@ -133,7 +134,7 @@ async def get_tenant(request: web.Request) -> web.Response:
 
 @api.route(
     "PATCH", "/api/v1/tenants/{id}", summary="Update name, slug, config or metadata (merge patch)",
-    body=TenantPatch, response="Tenant", extra=IF_MATCH,
+    body=TenantPatch, response=Tenant, extra=IF_MATCH,
     errors=(*TENANT_ERRORS, "CONFLICT", "CONFIG_LOCKED", "PRECONDITION_FAILED"),
 )  # fmt: skip
 async def update_tenant(request: web.Request) -> web.Response:
@@ -167,7 +168,7 @@ async def archive_tenant(request: web.Request) -> web.Response:
 
 @api.route(
     "POST", "/api/v1/tenants/{id}/restore", summary="Restore an archived tenant",
-    response="Tenant", errors=("VALIDATION_ERROR", "TENANT_NOT_FOUND", "PARENT_ARCHIVED"),
+    response=Tenant, errors=("VALIDATION_ERROR", "TENANT_NOT_FOUND", "PARENT_ARCHIVED"),
     extra={"headers": {200: ("ETag",)}},
 )  # fmt: skip
 async def restore_tenant(request: web.Request) -> web.Response:
@@ -180,7 +181,7 @@ async def restore_tenant(request: web.Request) -> web.Response:
 
 @api.route(
     "POST", "/api/v1/tenants/{id}/move", summary="Move a tenant and its subtree",
-    body=TenantMove, response="Tenant", extra=IF_MATCH,
+    body=TenantMove, response=Tenant, extra=IF_MATCH,
     errors=(*TENANT_ERRORS, "CYCLE_DETECTED", "DEPTH_LIMIT_EXCEEDED", "TENANT_ACCESS_DENIED",
             "PRECONDITION_FAILED", "ROLE_OUTSIDE_SUBTREE"),
 )  # fmt: skip
@@ -199,7 +200,7 @@ async def move_tenant(request: web.Request) -> web.Response:
 
 @api.route(
     "GET", "/api/v1/tenants/{id}/ancestors", summary="Ancestors, root first",
-    response="TenantList", errors=TENANT_ERRORS,
+    response=list[Tenant], errors=TENANT_ERRORS,
 )  # fmt: skip
 async def list_ancestors(request: web.Request) -> web.Response:
     found = await use_cases(request).tenant_queries.ancestors(
@@ -211,7 +212,7 @@ async def list_ancestors(request: web.Request) -> web.Response:
 @api.route(
     "GET", "/api/v1/tenants/{id}/descendants",
     summary="Descendants in depth-first pre-order (streamed; pages with limit and cursor)",
-    query=DescendantsQuery, response="TenantList", errors=TENANT_ERRORS,
+    query=DescendantsQuery, response=list[Tenant], errors=TENANT_ERRORS,
     extra={"headers": {200: ("X-Next-Cursor", "Link")}},
 )  # fmt: skip
 async def list_descendants(request: web.Request) -> web.StreamResponse:
@@ -264,7 +265,7 @@ async def _whole_heavy_list(
 
 @api.route(
     "GET", "/api/v1/tenants/{id}/children", summary="Direct children in id order",
-    query=ChildrenQuery, response="TenantList", errors=TENANT_ERRORS,
+    query=ChildrenQuery, response=list[Tenant], errors=TENANT_ERRORS,
     extra={"headers": {200: ("X-Next-Cursor", "Link")}},
 )  # fmt: skip
 async def list_children(request: web.Request) -> web.Response:

@@ -31,6 +31,7 @@ from service.views.webhooks import (
     RetryAllResult,
     RetryResult,
     Webhook,
+    WebhookTestResult,
     WebhookWithSecret,
 )
 
@@ -58,7 +59,7 @@ async def _with_secret(request: web.Request, created: CreatedWebhook) -> Webhook
 
 @api.route(
     "POST", "/api/v1/webhooks", summary="Create a webhook (the answer carries its secret once)",
-    body=WebhookCreate, response="WebhookWithSecret", status=201,
+    body=WebhookCreate, response=WebhookWithSecret, status=201,
     extra={"headers": {201: ("Location",)}},
     errors=("VALIDATION_ERROR", "UNSAFE_WEBHOOK_URL", "TENANT_NOT_FOUND", "TENANT_ARCHIVED",
             "TENANT_ACCESS_DENIED"),
@@ -77,7 +78,7 @@ async def create_webhook(request: web.Request) -> web.Response:
 
 @api.route(
     "GET", "/api/v1/webhooks", summary="List webhooks (a scoped caller sees its subtree's)",
-    query=ListWebhooksQuery, response="WebhookList",
+    query=ListWebhooksQuery, response=list[Webhook],
     errors=("VALIDATION_ERROR", "TENANT_NOT_FOUND"),
 )  # fmt: skip
 async def list_webhooks(request: web.Request) -> web.Response:
@@ -88,7 +89,7 @@ async def list_webhooks(request: web.Request) -> web.Response:
 
 @api.route(
     "GET", "/api/v1/webhooks/deliveries/stats", summary="Delivery counts by status",
-    query=DeliveryStatsQuery, response="DeliveryStats", errors=WEBHOOK_ERRORS,
+    query=DeliveryStatsQuery, response=DeliveryStats, errors=WEBHOOK_ERRORS,
 )  # fmt: skip
 async def delivery_stats(request: web.Request) -> web.Response:
     query = parse_query(request, DeliveryStatsQuery)
@@ -99,7 +100,7 @@ async def delivery_stats(request: web.Request) -> web.Response:
 @api.route(
     "GET", "/api/v1/webhooks/deliveries/failed",
     summary="Dead letters, newest first, with their webhook and event",
-    query=FailedDeliveriesQuery, response="FailedDeliveryList", errors=WEBHOOK_ERRORS,
+    query=FailedDeliveriesQuery, response=list[FailedDelivery], errors=WEBHOOK_ERRORS,
     extra={"headers": {200: ("X-Next-Cursor", "Link")}},
 )  # fmt: skip
 async def failed_deliveries(request: web.Request) -> web.Response:
@@ -112,7 +113,7 @@ async def failed_deliveries(request: web.Request) -> web.Response:
 @api.route(
     "POST", "/api/v1/webhooks/deliveries/retry-all",
     summary="Every failed delivery back to pending, attempts cleared",
-    query=RetryAllQuery, response="RetryAllResult", errors=WEBHOOK_ERRORS,
+    query=RetryAllQuery, response=RetryAllResult, errors=WEBHOOK_ERRORS,
 )  # fmt: skip
 async def retry_all_deliveries(request: web.Request) -> web.Response:
     query = parse_query(request, RetryAllQuery)
@@ -125,7 +126,7 @@ async def retry_all_deliveries(request: web.Request) -> web.Response:
 @api.route(
     "POST", "/api/v1/webhooks/deliveries/{deliveryId}/retry",
     summary="A failed delivery back to pending (success false when it was not failed)",
-    response="RetryResult", errors=("VALIDATION_ERROR", "DELIVERY_NOT_FOUND"),
+    response=RetryResult, errors=("VALIDATION_ERROR", "DELIVERY_NOT_FOUND"),
 )  # fmt: skip
 async def retry_delivery(request: web.Request) -> web.Response:
     delivery_id = path_uuid(request, "deliveryId")
@@ -136,7 +137,7 @@ async def retry_delivery(request: web.Request) -> web.Response:
 
 
 @api.route(
-    "GET", "/api/v1/webhooks/{id}", summary="Get a webhook", response="Webhook",
+    "GET", "/api/v1/webhooks/{id}", summary="Get a webhook", response=Webhook,
     errors=WEBHOOK_ERRORS,
 )  # fmt: skip
 async def get_webhook(request: web.Request) -> web.Response:
@@ -149,7 +150,7 @@ async def get_webhook(request: web.Request) -> web.Response:
 @api.route(
     "PATCH", "/api/v1/webhooks/{id}",
     summary="Change url, events, secret, description, active or include_descendants",
-    body=WebhookPatch, response="Webhook", errors=(*WEBHOOK_ERRORS, "UNSAFE_WEBHOOK_URL"),
+    body=WebhookPatch, response=Webhook, errors=(*WEBHOOK_ERRORS, "UNSAFE_WEBHOOK_URL"),
 )  # fmt: skip
 async def update_webhook(request: web.Request) -> web.Response:
     webhook_id = path_uuid(request)
@@ -175,7 +176,7 @@ async def delete_webhook(request: web.Request) -> web.Response:
 @api.route(
     "POST", "/api/v1/webhooks/{id}/test",
     summary="Send a signed webhook.test event now and report the answer",
-    response="WebhookTestResult", errors=(*WEBHOOK_ERRORS, "UNSAFE_WEBHOOK_URL"),
+    response=WebhookTestResult, errors=(*WEBHOOK_ERRORS, "UNSAFE_WEBHOOK_URL"),
 )  # fmt: skip
 async def test_webhook(request: web.Request) -> web.Response:
     webhook_id = path_uuid(request)
@@ -188,7 +189,7 @@ async def test_webhook(request: web.Request) -> web.Response:
 @api.route(
     "POST", "/api/v1/webhooks/{id}/rotate-secret",
     summary="New secret (returned once); the old one also signs for 24 hours",
-    body=SecretRotation, response="WebhookWithSecret", errors=WEBHOOK_ERRORS,
+    body=SecretRotation, response=WebhookWithSecret, errors=WEBHOOK_ERRORS,
     extra={"body_required": False},
 )  # fmt: skip
 async def rotate_webhook_secret(request: web.Request) -> web.Response:
@@ -203,7 +204,7 @@ async def rotate_webhook_secret(request: web.Request) -> web.Response:
 @api.route(
     "GET", "/api/v1/webhooks/{id}/deliveries",
     summary="A webhook's deliveries, newest first (keyset pages)",
-    query=DeliveriesQuery, response="DeliveryPage", errors=WEBHOOK_ERRORS,
+    query=DeliveriesQuery, response=DeliveryPage, errors=WEBHOOK_ERRORS,
     extra={"headers": {200: ("Link",)}},
 )  # fmt: skip
 async def list_deliveries(request: web.Request) -> web.Response:
@@ -223,7 +224,7 @@ async def list_deliveries(request: web.Request) -> web.Response:
 @api.route(
     "POST", "/api/v1/webhooks/{id}/recover",
     summary="Re-queue the webhook's failed deliveries created since a time (after an outage)",
-    body=RecoverBody, response="RecoverResult",
+    body=RecoverBody, response=RecoverResult,
     errors=("VALIDATION_ERROR", "WEBHOOK_NOT_FOUND", "WEBHOOK_INACTIVE"),
 )  # fmt: skip
 async def recover_webhook(request: web.Request) -> web.Response:

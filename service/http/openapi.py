@@ -2,13 +2,13 @@
 
 Request bodies and query strings are the msgspec Structs the handlers decode with, so
 the document cannot promise a shape the validation does not enforce; responses are the
-Structs of service/views/registry.py. Error responses refer to components.responses (one
-per status) and list the codes each operation declares, plus the ones every operation of
-its kind can answer (credentials, scope, rate limit, body format, an unavailable
-database).
+view types each endpoint declares (service/views/). Error responses refer to
+components.responses (one per status) and list the codes each operation declares, plus
+the ones every operation of its kind can answer (credentials, scope, rate limit, body
+format, an unavailable database).
 
 An endpoint may refine its entry through `extra`:
-- `responses`: {status: response name or None}: further statuses (None: no body), or the
+- `responses`: {status: response type or None}: further statuses (None: no body), or the
   body of an error status when it is not the plain error object;
 - `body_required`: False when the body may be omitted;
 - `content_type`: the media type of the success body (default application/json), or a
@@ -47,7 +47,7 @@ from service.http.openapi_components import (
 from service.http.openapi_extras import Examples, links_of, webhooks
 from service.http.routing import Endpoint
 from service.schemas.common import CONFIG_KEY_PATTERN
-from service.views.registry import RESPONSES
+from service.views.errors import Error
 
 AUTH_CODES = (
     "AMBIGUOUS_CREDENTIALS",
@@ -69,19 +69,11 @@ PATH_PARAMETERS: dict[str, dict[str, Any]] = {
 }
 
 
-class UnknownResponse(LookupError):
-    """An endpoint names a response shape that service/views/registry.py lacks."""
-
-
-def resolve_response(name_or_type: Any) -> Any:
-    if isinstance(name_or_type, str):
-        try:
-            return RESPONSES[name_or_type]
-        except KeyError:
-            raise UnknownResponse(
-                f"response {name_or_type!r} has no shape in service/views/registry.py"
-            ) from None
-    return name_or_type
+def check_response(type_: Any) -> Any:
+    """A declared response is a type (a view, `list[...]` of one, `str`, `dict[str, Any]`)."""
+    if isinstance(type_, str):
+        raise TypeError(f"response {type_!r}: declare the view type itself, not its name")
+    return type_
 
 
 def service_version() -> str:
@@ -213,10 +205,10 @@ class _Operation:
         overrides = dict(endpoint.extra.get("responses", {}))
         bodies: dict[int, Any] = {endpoint.status: endpoint.response, **overrides}
         self.bodies = {
-            status: None if body is None else schemas.add(resolve_response(body))
+            status: None if body is None else schemas.add(check_response(body))
             for status, body in bodies.items()
         }
-        schemas.add(RESPONSES["Error"])  # the component every error response refers to
+        schemas.add(Error)  # the component every error response refers to
 
     def render(self, rendered: list[dict[str, Any]], components: dict[str, Any]) -> dict[str, Any]:
         endpoint = self.endpoint
