@@ -32,10 +32,9 @@ PASSWORD = "plain-dml-role-password"
 
 
 def _as_role(dsn: str, role: str) -> str:
+    """The DSN with another user (its host, port or socket kept)."""
     parts = urlsplit(dsn)
-    host = parts.hostname or "127.0.0.1"
-    netloc = f"{role}:{PASSWORD}@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+    return urlunsplit(parts._replace(netloc=f"{role}:{PASSWORD}@{parts.netloc.rpartition('@')[2]}"))
 
 
 @pytest.fixture

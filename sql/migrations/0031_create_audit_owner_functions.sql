@@ -258,6 +258,16 @@ GRANT SELECT, DELETE, UPDATE (changes) ON audit_logs TO tenant_service_audit;
 GRANT SELECT, DELETE ON audit_chain TO tenant_service_audit;
 GRANT SELECT, INSERT ON audit_purge_checkpoints TO tenant_service_audit;
 GRANT SELECT ON tenants TO tenant_service_audit;
-ALTER FUNCTION audit_purge_batch(timestamptz, timestamptz, uuid, integer)
-    OWNER TO tenant_service_audit;
-ALTER FUNCTION audit_redact_tenants(uuid[]) OWNER TO tenant_service_audit;
+-- A new owner needs CREATE on the schema while it takes the functions over (a
+-- superuser's ALTER skips that check); it keeps only USAGE.
+DO $$
+DECLARE
+    here text := current_schema();
+BEGIN
+    EXECUTE format('GRANT CREATE ON SCHEMA %I TO tenant_service_audit', here);
+    ALTER FUNCTION audit_purge_batch(timestamptz, timestamptz, uuid, integer)
+        OWNER TO tenant_service_audit;
+    ALTER FUNCTION audit_redact_tenants(uuid[]) OWNER TO tenant_service_audit;
+    EXECUTE format('REVOKE CREATE ON SCHEMA %I FROM tenant_service_audit', here);
+END
+$$;
