@@ -5,6 +5,7 @@ would pin the caller's reads to the primary) is refused with 400."""
 from __future__ import annotations
 
 import base64
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from aiohttp.test_utils import TestClient
 
 from service.app import create_app
 from service.db.consistency import decode_token, encode_token, token_key
+from service.http.openapi_components import PARAMETERS
 from service.settings import Settings
 from tests.conftest import HMAC_SECRET, base_env
 from tests.support.api import create_tenant
@@ -54,6 +56,8 @@ async def test_a_token_works_across_processes(
     )
     assert resp.status == 200
     token = resp.headers[TOKEN]
+    # the form the OpenAPI document describes
+    assert re.fullmatch(PARAMETERS[TOKEN]["schema"]["pattern"], token)
     position = decode_token(token, token_key(HMAC_SECRET.encode()))
     assert position > 0
     # the other process (same secret) accepts it and reads the write
