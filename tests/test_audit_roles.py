@@ -136,6 +136,7 @@ async def test_plain_dml_cannot_rewrite_the_chain(
 ) -> None:
     tenant = await create_tenant(client, admin, metadata={"secret": "kept"})
     entry_id, seq = await key_created(client, admin, attacker)
+    key_id = await attacker.fetchval("SELECT resource_id FROM audit_logs WHERE id = $1", entry_id)
     other = await attacker.fetchval(
         "SELECT id FROM audit_logs WHERE action = 'tenant.created' ORDER BY id DESC LIMIT 1"
     )
@@ -168,6 +169,9 @@ async def test_plain_dml_cannot_rewrite_the_chain(
         attacker,
         f"UPDATE audit_logs SET changes = '{{\"redacted\": true}}' WHERE id = '{other}'",
         f"SELECT audit_redact_tenants(ARRAY['{tenant['id']}']::uuid[])",
+        # an id that is no tenant's (the key's: its entries name it)
+        f"SELECT audit_redact_tenants(ARRAY['{key_id}']::uuid[])",
+        f"INSERT INTO audit_deleted_tenants (id, xact) VALUES ('{key_id}', txid_current())",
     )
     # nor can it step around the guards
     await refused(

@@ -43,30 +43,65 @@ FROM audit_logs a
 WHERE a.action = 'audit.purged'
   AND jsonb_typeof(a.changes) = 'object';
 
-CREATE FUNCTION audit_purge_checkpoints_guard() RETURNS trigger
+-- The tables only the owner role writes: by INSERT, and the deleted tenants' notes are
+-- also removed once redaction used them.
+CREATE FUNCTION audit_owner_tables_guard() RETURNS trigger
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    IF TG_OP = 'INSERT' AND current_user = 'tenant_service_audit' THEN
+    IF current_user = 'tenant_service_audit'
+       AND (TG_OP = 'INSERT' OR (TG_OP = 'DELETE' AND TG_TABLE_NAME = 'audit_deleted_tenants'))
+    THEN
         RETURN NEW;
     END IF;
-    RAISE EXCEPTION 'audit checkpoints are written by retention only (% refused)', TG_OP
+    RAISE EXCEPTION '% is written by the audit functions only (% refused)', TG_TABLE_NAME, TG_OP
         USING ERRCODE = 'insufficient_privilege';
 END
 $$;
 
-CREATE TRIGGER audit_purge_checkpoints_guard
-    BEFORE INSERT ON audit_purge_checkpoints
-    FOR EACH ROW EXECUTE FUNCTION audit_purge_checkpoints_guard();
+-- Tenants deleted, with the transaction that deleted them: redaction only follows the
+-- deletion of its tenants in its own transaction (a GDPR purge, retention of archived
+-- tenants), so no caller can name the id of a key, a webhook or an entry instead.
+CREATE TABLE audit_deleted_tenants (
+    id         uuid NOT NULL,
+    xact       bigint NOT NULL,
+    deleted_at timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT audit_deleted_tenants_pkey PRIMARY KEY (id, xact)
+);
 
--- Never changed nor removed, by anyone (a statement trigger: even when no row matches).
-CREATE TRIGGER audit_purge_checkpoints_append_only
-    BEFORE UPDATE OR DELETE ON audit_purge_checkpoints
-    FOR EACH STATEMENT EXECUTE FUNCTION audit_purge_checkpoints_guard();
+DO $$
+DECLARE
+    t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['audit_purge_checkpoints', 'audit_deleted_tenants'] LOOP
+        EXECUTE format('CREATE TRIGGER %I BEFORE INSERT ON %I FOR EACH ROW '
+                       'EXECUTE FUNCTION audit_owner_tables_guard()', t || '_guard', t);
+        -- No UPDATE by anyone, DELETE as the guard says (a statement trigger: it fires
+        -- even when no row matches).
+        EXECUTE format('CREATE TRIGGER %I BEFORE UPDATE OR DELETE ON %I FOR EACH STATEMENT '
+                       'EXECUTE FUNCTION audit_owner_tables_guard()', t || '_append_only', t);
+        EXECUTE format('CREATE TRIGGER %I BEFORE TRUNCATE ON %I FOR EACH STATEMENT '
+                       'EXECUTE FUNCTION audit_logs_refuse_truncate()', t || '_no_truncate', t);
+    END LOOP;
+END
+$$;
 
-CREATE TRIGGER audit_purge_checkpoints_no_truncate
-    BEFORE TRUNCATE ON audit_purge_checkpoints
-    FOR EACH STATEMENT EXECUTE FUNCTION audit_logs_refuse_truncate();
+CREATE FUNCTION audit_note_deleted_tenants() RETURNS trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+AS $$
+BEGIN
+    INSERT INTO audit_deleted_tenants (id, xact)
+    SELECT o.id, txid_current()
+    FROM old_rows o
+    ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER tenants_audit_note_deleted
+    AFTER DELETE ON tenants REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION audit_note_deleted_tenants();
 
 -- Entries: only the owner role deletes (inside audit_purge_batch) or redacts (inside
 -- audit_redact_tenants, and then only `changes` into the marker). No session variable.
@@ -204,8 +239,8 @@ $$;
 
 -- A GDPR purge: replace `changes` with the redaction marker on every entry that names one
 -- of tenant_ids (entries of those tenants, entries about them, and entries of others whose
--- changes mention one). Only tenants that are gone: the purge deletes them first, in the
--- same transaction. Returns how many entries were redacted now.
+-- changes mention one). Only tenants this transaction deleted: the purge deletes them
+-- first. Returns how many entries were redacted now.
 CREATE FUNCTION audit_redact_tenants(tenant_ids uuid[]) RETURNS bigint
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -213,8 +248,15 @@ AS $$
 DECLARE
     n bigint;
 BEGIN
-    IF EXISTS (SELECT 1 FROM tenants t WHERE t.id = ANY(tenant_ids)) THEN
-        RAISE EXCEPTION 'only the entries of purged tenants can be redacted'
+    IF EXISTS (SELECT 1 FROM tenants t WHERE t.id = ANY(tenant_ids))
+       OR EXISTS (SELECT 1
+                  FROM unnest(tenant_ids) AS u(id)
+                  WHERE NOT EXISTS (SELECT 1
+                                    FROM audit_deleted_tenants d
+                                    WHERE d.id = u.id
+                                      AND d.xact = txid_current()))
+    THEN
+        RAISE EXCEPTION 'only the entries of tenants this transaction purged can be redacted'
             USING ERRCODE = 'insufficient_privilege';
     END IF;
     WITH purged AS (
@@ -236,6 +278,9 @@ BEGIN
         RETURNING 1
     )
     SELECT count(*) INTO n FROM redacted;
+    -- The notes served (no tenant id outlives a purge): this transaction's, and any an
+    -- earlier transaction left unused (only this transaction's could ever serve).
+    DELETE FROM audit_deleted_tenants;
     RETURN n;
 END
 $$;
@@ -252,12 +297,15 @@ BEGIN
                    'SET search_path = %I, pg_temp', here);
     EXECUTE format('ALTER FUNCTION audit_redact_tenants(uuid[]) SET search_path = %I, pg_temp',
                    here);
+    EXECUTE format('ALTER FUNCTION audit_note_deleted_tenants() SET search_path = %I, pg_temp',
+                   here);
 END
 $$;
 GRANT SELECT, DELETE, UPDATE (changes) ON audit_logs TO tenant_service_audit;
 GRANT SELECT, DELETE ON audit_chain TO tenant_service_audit;
 GRANT SELECT, INSERT ON audit_purge_checkpoints TO tenant_service_audit;
 GRANT SELECT ON tenants TO tenant_service_audit;
+GRANT SELECT, INSERT, DELETE ON audit_deleted_tenants TO tenant_service_audit;
 -- A new owner needs CREATE on the schema while it takes the functions over (a
 -- superuser's ALTER skips that check); it keeps only USAGE.
 DO $$
@@ -268,6 +316,7 @@ BEGIN
     ALTER FUNCTION audit_purge_batch(timestamptz, timestamptz, uuid, integer)
         OWNER TO tenant_service_audit;
     ALTER FUNCTION audit_redact_tenants(uuid[]) OWNER TO tenant_service_audit;
+    ALTER FUNCTION audit_note_deleted_tenants() OWNER TO tenant_service_audit;
     EXECUTE format('REVOKE CREATE ON SCHEMA %I FROM tenant_service_audit', here);
 END
 $$;
