@@ -32,8 +32,20 @@ class ChainLink:
 
 
 @dataclass(frozen=True, slots=True)
+class PurgeEntry:
+    """The audit.purged entry a batch writes: its id and who asked."""
+
+    id: UUID
+    actor_id: str
+    actor_type: str
+    request_id: str | None
+    ip_address: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class PurgeBatch:
-    """One batch of retention: the checkpoint it recorded and the newest entry removed."""
+    """One batch of retention: the checkpoint it recorded (the id of its audit.purged
+    entry) and the newest entry removed."""
 
     checkpoint_id: UUID
     changes: dict[str, Any]
@@ -113,10 +125,21 @@ class AuditChainRepository(Repository):
         limit: int,
         after_at: datetime,
         after_id: UUID,
+        entry: PurgeEntry,
     ) -> PurgeBatch | None:
-        """Delete one batch of entries created before cutoff (None: none left)."""
+        """Delete one batch of entries created before cutoff and write its audit.purged
+        entry (None: none left)."""
         row = await self._purge.one(
-            conn, cutoff=cutoff, after_at=after_at, after_id=after_id, row_limit=limit
+            conn,
+            cutoff=cutoff,
+            after_at=after_at,
+            after_id=after_id,
+            row_limit=limit,
+            entry_id=entry.id,
+            actor_id=entry.actor_id,
+            actor_type=entry.actor_type,
+            request_id=entry.request_id,
+            ip_address=entry.ip_address,
         )
         if row is None:
             return None

@@ -28,8 +28,7 @@ BEGIN
 END
 $$;
 
--- What retention removed, one row per batch: the body of its audit.purged entry.
--- Imported rows (written before this migration) keep the id of their entry.
+-- What retention removed, one row per batch: the id and body of its audit.purged entry.
 CREATE TABLE audit_purge_checkpoints (
     id          uuid PRIMARY KEY,
     recorded_at timestamptz NOT NULL DEFAULT now(),
@@ -145,11 +144,14 @@ $$;
 
 -- One batch of retention: delete up to row_limit entries created before cutoff, after
 -- (after_at, after_id), oldest first; drop the links before the oldest kept entry (never
--- the newest link: the next one chains to it); record the checkpoint. The cutoff must be
--- at least a day old (the shortest retention; an hour of slack for the callers' clocks),
--- so no caller can remove fresh entries. Returns no row when nothing was old enough.
+-- the newest link: the next one chains to it); record the checkpoint and write it as the
+-- audit.purged entry entry_id of the actor given, so every batch shows in the log. The
+-- cutoff must be at least a day old (the shortest retention; an hour of slack for the
+-- callers' clocks), so no caller can remove fresh entries. Returns no row when nothing
+-- was old enough.
 CREATE FUNCTION audit_purge_batch(cutoff timestamptz, after_at timestamptz, after_id uuid,
-                                  row_limit integer)
+                                  row_limit integer, entry_id uuid, actor_id text,
+                                  actor_type text, request_id text, ip_address text)
 RETURNS TABLE (purge_id uuid, purge_changes jsonb, purged integer,
                purged_last_at timestamptz, purged_last_id uuid)
 LANGUAGE plpgsql
@@ -168,7 +170,6 @@ DECLARE
     start_link jsonb := 'null'::jsonb;
     ranges     jsonb;
     body       jsonb;
-    new_id     uuid := gen_random_uuid();
 BEGIN
     IF cutoff IS NULL OR cutoff > now() - interval '23 hours' THEN
         RAISE EXCEPTION 'audit retention keeps at least a day of entries (cutoff % refused)',
@@ -232,8 +233,12 @@ BEGIN
         'seqs', ranges,
         'links_removed', removed,
         'chain_start', start_link);
-    INSERT INTO audit_purge_checkpoints (id, changes) VALUES (new_id, body);
-    RETURN QUERY SELECT new_id, body, n, at_last, id_last;
+    INSERT INTO audit_purge_checkpoints (id, changes) VALUES (entry_id, body);
+    INSERT INTO audit_logs (id, tenant_id, actor_id, actor_type, action, resource_type,
+                            resource_id, changes, request_id, ip_address)
+    VALUES (entry_id, NULL, actor_id, actor_type, 'audit.purged', 'audit_log', NULL, body,
+            request_id, ip_address);
+    RETURN QUERY SELECT entry_id, body, n, at_last, id_last;
 END
 $$;
 
@@ -293,15 +298,15 @@ DECLARE
     here text := current_schema();
 BEGIN
     EXECUTE format('GRANT USAGE ON SCHEMA %I TO tenant_service_audit', here);
-    EXECUTE format('ALTER FUNCTION audit_purge_batch(timestamptz, timestamptz, uuid, integer) '
-                   'SET search_path = %I, pg_temp', here);
+    EXECUTE format('ALTER FUNCTION audit_purge_batch(timestamptz, timestamptz, uuid, integer, '
+                   'uuid, text, text, text, text) SET search_path = %I, pg_temp', here);
     EXECUTE format('ALTER FUNCTION audit_redact_tenants(uuid[]) SET search_path = %I, pg_temp',
                    here);
     EXECUTE format('ALTER FUNCTION audit_note_deleted_tenants() SET search_path = %I, pg_temp',
                    here);
 END
 $$;
-GRANT SELECT, DELETE, UPDATE (changes) ON audit_logs TO tenant_service_audit;
+GRANT SELECT, INSERT, DELETE, UPDATE (changes) ON audit_logs TO tenant_service_audit;
 GRANT SELECT, DELETE ON audit_chain TO tenant_service_audit;
 GRANT SELECT, INSERT ON audit_purge_checkpoints TO tenant_service_audit;
 GRANT SELECT ON tenants TO tenant_service_audit;
@@ -313,7 +318,8 @@ DECLARE
     here text := current_schema();
 BEGIN
     EXECUTE format('GRANT CREATE ON SCHEMA %I TO tenant_service_audit', here);
-    ALTER FUNCTION audit_purge_batch(timestamptz, timestamptz, uuid, integer)
+    ALTER FUNCTION audit_purge_batch(timestamptz, timestamptz, uuid, integer, uuid, text, text,
+                                     text, text)
         OWNER TO tenant_service_audit;
     ALTER FUNCTION audit_redact_tenants(uuid[]) OWNER TO tenant_service_audit;
     ALTER FUNCTION audit_note_deleted_tenants() OWNER TO tenant_service_audit;

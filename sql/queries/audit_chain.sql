@@ -52,15 +52,15 @@ FROM audit_purge_checkpoints p
 ORDER BY p.recorded_at, p.id;
 
 -- name: find_unrecorded_audit_checkpoint :one
--- The oldest audit.purged entry that retention did not record (no checkpoint with its
--- checkpoint_id, or the entry's own id before migration 0031, and the same body), if any.
+-- The oldest audit.purged entry that retention did not record (no checkpoint with its id
+-- and body), if any.
 SELECT a.id
 FROM audit_logs a
 WHERE a.action = 'audit.purged'
   AND NOT EXISTS (SELECT 1
                   FROM audit_purge_checkpoints p
-                  WHERE p.id::text = coalesce(a.changes ->> 'checkpoint_id', a.id::text)
-                    AND p.changes = a.changes - 'checkpoint_id')
+                  WHERE p.id = a.id
+                    AND p.changes = a.changes)
 ORDER BY a.id
 LIMIT 1;
 
@@ -74,8 +74,10 @@ LIMIT 1;
 
 -- name: purge_audit_batch :one
 -- One batch of retention, done by migration 0031's audit_purge_batch (the only way to
--- delete entries): no row when nothing was old enough, else the checkpoint it recorded,
--- how many entries went and the newest of them.
+-- delete entries), which also writes its audit.purged entry (entry_id, by the actor
+-- given): no row when nothing was old enough, else the checkpoint it recorded, how many
+-- entries went and the newest of them.
 SELECT b.purge_id, b.purge_changes, b.purged, b.purged_last_at, b.purged_last_id
 FROM audit_purge_batch(:'cutoff'::timestamptz, :'after_at'::timestamptz, :'after_id'::uuid,
-                       :'row_limit'::integer) AS b;
+                       :'row_limit'::integer, :'entry_id'::uuid, :'actor_id'::text,
+                       :'actor_type'::text, :'request_id'::text, :'ip_address'::text) AS b;

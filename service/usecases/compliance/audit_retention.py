@@ -5,22 +5,22 @@ the service cannot act as: it deletes entries created before the cutoff (at leas
 old), keeps their links (so the chain still links up across them), drops the links at
 the chain's start that no longer have an entry, and records a checkpoint (which link
 numbers lost their entries, and the chain's new start with the hash before it) in a
-table only it writes. The service then writes the same checkpoint as an `audit.purged`
-entry, itself part of the chain; verification trusts a checkpoint only when the
-function recorded it (docs/security.md "Audit chain").
+table only it writes, and as an `audit.purged` entry, itself part of the chain, with the
+same id; verification trusts a checkpoint only when the function recorded it
+(docs/security.md "Audit chain").
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 import asyncpg
 
 from service.auth.principal import Actor
+from service.ids import uuid7
+from service.repositories.audit_chain import PurgeEntry
 from service.repositories.retention import EPOCH_START, NIL_UUID, Batch, Position
 from service.usecases.common.deps import Deps
-from service.usecases.common.recording import AuditRecord
 
 
 async def purge_audit_batch(
@@ -32,11 +32,16 @@ async def purge_audit_batch(
     after: Position | None,
 ) -> Batch:
     position = after or Position(EPOCH_START, NIL_UUID)
-    batch = await deps.repos.audit_chain.purge_batch(conn, cutoff, limit, position.at, position.id)
+    entry = PurgeEntry(
+        id=uuid7(),
+        actor_id=actor.actor_id,
+        actor_type=actor.actor_type,
+        request_id=actor.request_id,
+        ip_address=actor.ip_address,
+    )
+    batch = await deps.repos.audit_chain.purge_batch(
+        conn, cutoff, limit, position.at, position.id, entry
+    )
     if batch is None:
         return Batch(0, None)
-    changes: dict[str, Any] = {**batch.changes, "checkpoint_id": str(batch.checkpoint_id)}
-    await deps.recorder.record(
-        conn, actor, AuditRecord("audit.purged", "audit_log", None, None, changes)
-    )
     return Batch(batch.deleted, Position(batch.last_at, batch.last_id))
