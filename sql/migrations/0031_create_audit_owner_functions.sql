@@ -18,11 +18,19 @@ EXCEPTION WHEN duplicate_object OR unique_violation THEN
 END
 $$;
 
--- A migrating user that is not a superuser must be a member to hand it the functions.
+-- A migrating user that is not a superuser must be able to act as the role to hand it
+-- the functions (PostgreSQL 16 and later: the SET option, which a role's creator lacks
+-- by default; before: membership).
 DO $$
 BEGIN
-    IF NOT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)
-       AND NOT pg_has_role(current_user, 'tenant_service_audit', 'MEMBER') THEN
+    IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+        RETURN;
+    END IF;
+    IF current_setting('server_version_num')::integer >= 160000 THEN
+        IF NOT pg_has_role(current_user, 'tenant_service_audit', 'SET') THEN
+            EXECUTE format('GRANT tenant_service_audit TO %I WITH SET TRUE', current_user);
+        END IF;
+    ELSIF NOT pg_has_role(current_user, 'tenant_service_audit', 'MEMBER') THEN
         EXECUTE format('GRANT tenant_service_audit TO %I', current_user);
     END IF;
 END
