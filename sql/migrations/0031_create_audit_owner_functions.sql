@@ -315,7 +315,9 @@ BEGIN
 END
 $$;
 GRANT SELECT, INSERT, DELETE, UPDATE (changes) ON audit_logs TO tenant_service_audit;
-GRANT SELECT, DELETE ON audit_chain TO tenant_service_audit;
+-- INSERT: PostgreSQL 18 runs the deferred chain trigger of the audit.purged entry as
+-- the role that wrote it.
+GRANT SELECT, INSERT, DELETE ON audit_chain TO tenant_service_audit;
 GRANT SELECT, INSERT ON audit_purge_checkpoints TO tenant_service_audit;
 GRANT SELECT ON tenants TO tenant_service_audit;
 GRANT SELECT, INSERT, DELETE ON audit_deleted_tenants TO tenant_service_audit;
