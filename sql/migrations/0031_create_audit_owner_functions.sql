@@ -1,5 +1,5 @@
 -- Retention and GDPR redaction of audit entries only through functions the serving role
--- cannot imitate (docs/security.md "Roles"). The guards of migrations 0009 and 0025 let
+-- cannot imitate (docs/security.md "Database roles"). The guards of migrations 0009 and 0025 let
 -- anyone holding UPDATE/DELETE in who set a session variable; now they let in only the
 -- NOLOGIN role tenant_service_audit, which is current_user solely inside the SECURITY
 -- DEFINER functions below (it owns them). Retention's checkpoints are recorded in
