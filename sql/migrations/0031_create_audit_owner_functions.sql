@@ -1,9 +1,9 @@
 -- Retention and GDPR redaction of audit entries only through functions the serving role
--- cannot imitate (docs/security.md "Database roles"). The guards of migrations 0009 and 0025 let
--- anyone holding UPDATE/DELETE in who set a session variable; now they let in only the
--- NOLOGIN role tenant_service_audit, which is current_user solely inside the SECURITY
--- DEFINER functions below (it owns them). Retention's checkpoints are recorded in
--- audit_purge_checkpoints, which only those functions write, so verification can tell
+-- cannot imitate (docs/security.md "Database roles"). The guards of migrations 0009 and
+-- 0025 let in anyone holding UPDATE/DELETE who set a session variable; now they let in
+-- only the NOLOGIN role tenant_service_audit, which is current_user solely inside the
+-- SECURITY DEFINER functions below (it owns them). Retention's checkpoints are recorded
+-- in audit_purge_checkpoints, which only those functions write, so verification can tell
 -- them from an audit.purged entry anyone with INSERT could add.
 
 -- The role is cluster-wide: create it once (another database may have made it already,
