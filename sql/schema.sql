@@ -128,10 +128,8 @@ $$;
 CREATE FUNCTION public.audit_chain_guard() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
-DECLARE
-    cut text := nullif(current_setting('tenant_service.audit_chain_cut', true), '');
 BEGIN
-    IF TG_OP = 'DELETE' AND cut IS NOT NULL AND OLD.seq <= cut::bigint THEN
+    IF TG_OP = 'DELETE' AND current_user = 'tenant_service_audit' THEN
         RETURN OLD;
     END IF;
     RAISE EXCEPTION 'audit chain links cannot be changed or deleted (% refused)', TG_OP
@@ -185,22 +183,22 @@ $$;
 CREATE FUNCTION public.audit_logs_guard() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
-DECLARE
-    cutoff text := nullif(current_setting('tenant_service.audit_retention_before', true), '');
 BEGIN
-    IF TG_OP = 'UPDATE'
-       AND current_setting('tenant_service.audit_redaction', true) = 'on'
-       AND NEW.changes = '{"redacted": true}'::jsonb
-       AND (NEW.id, NEW.tenant_id, NEW.actor_id, NEW.actor_type, NEW.action,
-            NEW.resource_type, NEW.resource_id, NEW.request_id, NEW.ip_address, NEW.created_at)
-           IS NOT DISTINCT FROM
-           (OLD.id, OLD.tenant_id, OLD.actor_id, OLD.actor_type, OLD.action,
-            OLD.resource_type, OLD.resource_id, OLD.request_id, OLD.ip_address, OLD.created_at)
-    THEN
-        RETURN NEW;
-    END IF;
-    IF TG_OP = 'DELETE' AND cutoff IS NOT NULL AND OLD.created_at < cutoff::timestamptz THEN
-        RETURN OLD;
+    IF current_user = 'tenant_service_audit' THEN
+        IF TG_OP = 'DELETE' THEN
+            RETURN OLD;
+        END IF;
+        IF NEW.changes = '{"redacted": true}'::jsonb
+           AND (NEW.id, NEW.tenant_id, NEW.actor_id, NEW.actor_type, NEW.action,
+                NEW.resource_type, NEW.resource_id, NEW.request_id, NEW.ip_address,
+                NEW.created_at)
+               IS NOT DISTINCT FROM
+               (OLD.id, OLD.tenant_id, OLD.actor_id, OLD.actor_type, OLD.action,
+                OLD.resource_type, OLD.resource_id, OLD.request_id, OLD.ip_address,
+                OLD.created_at)
+        THEN
+            RETURN NEW;
+        END IF;
     END IF;
     RAISE EXCEPTION 'audit log entries cannot be changed or deleted (% refused)', TG_OP
         USING ERRCODE = 'insufficient_privilege';
@@ -213,6 +211,160 @@ CREATE FUNCTION public.audit_logs_refuse_truncate() RETURNS trigger
 BEGIN
     RAISE EXCEPTION 'audit log entries cannot be truncated'
         USING ERRCODE = 'insufficient_privilege';
+END
+$$;
+
+CREATE FUNCTION public.audit_note_deleted_tenants() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    INSERT INTO audit_deleted_tenants (id, xact)
+    SELECT o.id, txid_current()
+    FROM old_rows o
+    ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END
+$$;
+
+CREATE FUNCTION public.audit_owner_tables_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF current_user = 'tenant_service_audit'
+       AND (TG_OP = 'INSERT' OR (TG_OP = 'DELETE' AND TG_TABLE_NAME = 'audit_deleted_tenants'))
+    THEN
+        RETURN NEW;
+    END IF;
+    RAISE EXCEPTION '% is written by the audit functions only (% refused)', TG_TABLE_NAME, TG_OP
+        USING ERRCODE = 'insufficient_privilege';
+END
+$$;
+
+CREATE FUNCTION public.audit_purge_batch(cutoff timestamp with time zone, after_at timestamp with time zone, after_id uuid, row_limit integer, entry_id uuid, actor_id text, actor_type text, request_id text, ip_address text) RETURNS TABLE(purge_id uuid, purge_changes jsonb, purged integer, purged_last_at timestamp with time zone, purged_last_id uuid)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    gone_seqs  bigint[];
+    n          integer;
+    at_last    timestamptz;
+    id_last    uuid;
+    keep_seq   bigint;
+    first_seq  bigint;
+    last_seq   bigint;
+    start_seq  bigint;
+    removed    integer := 0;
+    start_link jsonb := 'null'::jsonb;
+    ranges     jsonb;
+    body       jsonb;
+BEGIN
+    IF cutoff IS NULL OR cutoff > now() - interval '23 hours' THEN
+        RAISE EXCEPTION 'audit retention keeps at least a day of entries (cutoff % refused)',
+            cutoff USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    WITH doomed AS (
+        SELECT x.id
+        FROM audit_logs x
+        WHERE x.created_at < cutoff
+          AND x.created_at >= after_at
+          AND (x.created_at, x.id) > (after_at, after_id)
+        ORDER BY x.created_at, x.id
+        LIMIT greatest(coalesce(row_limit, 1), 1)
+        FOR UPDATE SKIP LOCKED
+    ),
+    gone AS (
+        DELETE FROM audit_logs a
+        WHERE a.id IN (SELECT d.id FROM doomed d)
+        RETURNING a.created_at, a.id
+    )
+    SELECT count(*)::integer,
+           (array_agg(g.created_at ORDER BY g.created_at DESC, g.id DESC))[1],
+           (array_agg(g.id ORDER BY g.created_at DESC, g.id DESC))[1],
+           array_agg(c.seq ORDER BY c.seq) FILTER (WHERE c.seq IS NOT NULL)
+    INTO n, at_last, id_last, gone_seqs
+    FROM gone g
+    LEFT JOIN audit_chain c ON c.entry_id = g.id;
+    IF n = 0 THEN
+        RETURN;
+    END IF;
+    SELECT coalesce(jsonb_agg(jsonb_build_array(r.lo, r.hi) ORDER BY r.lo), '[]'::jsonb)
+    INTO ranges
+    FROM (SELECT min(s.seq) AS lo, max(s.seq) AS hi
+          FROM (SELECT u.seq, u.seq - row_number() OVER (ORDER BY u.seq) AS run
+                FROM unnest(coalesce(gone_seqs, '{}'::bigint[])) AS u(seq)) AS s
+          GROUP BY s.run) AS r;
+    SELECT (SELECT c.seq
+            FROM audit_chain c
+            WHERE EXISTS (SELECT 1 FROM audit_logs a WHERE a.id = c.entry_id)
+            ORDER BY c.seq
+            LIMIT 1),
+           (SELECT min(c.seq) FROM audit_chain c),
+           (SELECT max(c.seq) FROM audit_chain c)
+    INTO keep_seq, first_seq, last_seq;
+    IF first_seq IS NOT NULL THEN
+        start_seq := least(coalesce(keep_seq, last_seq), last_seq);
+        IF first_seq < start_seq THEN
+            DELETE FROM audit_chain c WHERE c.seq < start_seq;
+            GET DIAGNOSTICS removed = ROW_COUNT;
+        END IF;
+        SELECT jsonb_build_object('seq', c.seq, 'prev_hash', encode(c.prev_hash, 'hex'))
+        INTO start_link
+        FROM audit_chain c
+        WHERE c.seq = start_seq;
+    END IF;
+    body := jsonb_build_object(
+        'cutoff', to_char(cutoff AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+        'entries', n,
+        'seqs', ranges,
+        'links_removed', removed,
+        'chain_start', start_link);
+    INSERT INTO audit_purge_checkpoints (id, changes) VALUES (entry_id, body);
+    INSERT INTO audit_logs (id, tenant_id, actor_id, actor_type, action, resource_type,
+                            resource_id, changes, request_id, ip_address)
+    VALUES (entry_id, NULL, actor_id, actor_type, 'audit.purged', 'audit_log', NULL, body,
+            request_id, ip_address);
+    RETURN QUERY SELECT entry_id, body, n, at_last, id_last;
+END
+$$;
+
+CREATE FUNCTION public.audit_redact_tenants(tenant_ids uuid[]) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    n bigint;
+BEGIN
+    IF EXISTS (SELECT 1 FROM tenants t WHERE t.id = ANY(tenant_ids))
+       OR EXISTS (SELECT 1
+                  FROM unnest(tenant_ids) AS u(id)
+                  WHERE NOT EXISTS (SELECT 1
+                                    FROM audit_deleted_tenants d
+                                    WHERE d.id = u.id
+                                      AND d.xact = txid_current()))
+    THEN
+        RAISE EXCEPTION 'only the entries of tenants this transaction purged can be redacted'
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    WITH purged AS (
+        SELECT unnest(tenant_ids) AS id
+    ),
+    redacted AS (
+        UPDATE audit_logs a
+        SET changes = '{"redacted": true}'::jsonb
+        WHERE a.changes IS DISTINCT FROM '{"redacted": true}'::jsonb
+          AND (a.tenant_id IN (SELECT p.id FROM purged p)
+               OR a.resource_id IN (SELECT p.id::text FROM purged p)
+               OR EXISTS (SELECT 1
+                          FROM regexp_matches(a.changes::text,
+                                              '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}',
+                                              'g') AS m(found)
+                          WHERE m.found[1]::uuid IN (SELECT p.id FROM purged p)))
+        RETURNING 1
+    )
+    SELECT count(*) INTO n FROM redacted;
+    DELETE FROM audit_deleted_tenants;
+    RETURN n;
 END
 $$;
 
@@ -371,6 +523,19 @@ CREATE TABLE public.audit_chain (
     changes_digest bytea NOT NULL,
     prev_hash bytea NOT NULL,
     entry_hash bytea NOT NULL
+);
+
+CREATE TABLE public.audit_deleted_tenants (
+    id uuid NOT NULL,
+    xact bigint NOT NULL,
+    deleted_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+CREATE TABLE public.audit_purge_checkpoints (
+    id uuid NOT NULL,
+    recorded_at timestamp with time zone DEFAULT now() NOT NULL,
+    changes jsonb NOT NULL,
+    CONSTRAINT audit_purge_checkpoints_object CHECK ((jsonb_typeof(changes) = 'object'::text))
 );
 
 CREATE TABLE public.config_entries (
@@ -629,8 +794,14 @@ ALTER TABLE ONLY public.audit_chain
 ALTER TABLE ONLY public.audit_chain
     ADD CONSTRAINT audit_chain_pkey PRIMARY KEY (seq);
 
+ALTER TABLE ONLY public.audit_deleted_tenants
+    ADD CONSTRAINT audit_deleted_tenants_pkey PRIMARY KEY (id, xact);
+
 ALTER TABLE ONLY public.audit_logs
     ADD CONSTRAINT audit_logs_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.audit_purge_checkpoints
+    ADD CONSTRAINT audit_purge_checkpoints_pkey PRIMARY KEY (id);
 
 ALTER TABLE ONLY public.config_entries
     ADD CONSTRAINT config_entries_pkey PRIMARY KEY (tenant_id, key);
@@ -743,11 +914,23 @@ CREATE TRIGGER audit_chain_append_only BEFORE DELETE OR UPDATE ON public.audit_c
 
 CREATE TRIGGER audit_chain_no_truncate BEFORE TRUNCATE ON public.audit_chain FOR EACH STATEMENT EXECUTE FUNCTION public.audit_logs_refuse_truncate();
 
+CREATE TRIGGER audit_deleted_tenants_append_only BEFORE DELETE OR UPDATE ON public.audit_deleted_tenants FOR EACH STATEMENT EXECUTE FUNCTION public.audit_owner_tables_guard();
+
+CREATE TRIGGER audit_deleted_tenants_guard BEFORE INSERT ON public.audit_deleted_tenants FOR EACH ROW EXECUTE FUNCTION public.audit_owner_tables_guard();
+
+CREATE TRIGGER audit_deleted_tenants_no_truncate BEFORE TRUNCATE ON public.audit_deleted_tenants FOR EACH STATEMENT EXECUTE FUNCTION public.audit_logs_refuse_truncate();
+
 CREATE TRIGGER audit_logs_append_only BEFORE DELETE OR UPDATE ON public.audit_logs FOR EACH ROW EXECUTE FUNCTION public.audit_logs_guard();
 
 CREATE CONSTRAINT TRIGGER audit_logs_chain AFTER INSERT ON public.audit_logs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.audit_logs_chain();
 
 CREATE TRIGGER audit_logs_no_truncate BEFORE TRUNCATE ON public.audit_logs FOR EACH STATEMENT EXECUTE FUNCTION public.audit_logs_refuse_truncate();
+
+CREATE TRIGGER audit_purge_checkpoints_append_only BEFORE DELETE OR UPDATE ON public.audit_purge_checkpoints FOR EACH STATEMENT EXECUTE FUNCTION public.audit_owner_tables_guard();
+
+CREATE TRIGGER audit_purge_checkpoints_guard BEFORE INSERT ON public.audit_purge_checkpoints FOR EACH ROW EXECUTE FUNCTION public.audit_owner_tables_guard();
+
+CREATE TRIGGER audit_purge_checkpoints_no_truncate BEFORE TRUNCATE ON public.audit_purge_checkpoints FOR EACH STATEMENT EXECUTE FUNCTION public.audit_logs_refuse_truncate();
 
 CREATE TRIGGER config_entries_delete_announce AFTER DELETE ON public.config_entries REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.announce_entry_changes();
 
@@ -776,6 +959,8 @@ CREATE TRIGGER permission_policies_update_announce AFTER UPDATE ON public.permis
 CREATE TRIGGER roles_auth_change AFTER UPDATE ON public.roles FOR EACH ROW WHEN ((old.scopes IS DISTINCT FROM new.scopes)) EXECUTE FUNCTION public.notify_role_change();
 
 CREATE TRIGGER roles_auth_delete AFTER DELETE ON public.roles FOR EACH ROW EXECUTE FUNCTION public.notify_role_change();
+
+CREATE TRIGGER tenants_audit_note_deleted AFTER DELETE ON public.tenants REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.audit_note_deleted_tenants();
 
 CREATE TRIGGER tenants_delete_announce AFTER DELETE ON public.tenants REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.announce_tenant_changes();
 

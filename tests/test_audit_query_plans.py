@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -16,9 +17,10 @@ import pytest
 
 from service.base.ids import uuid7
 from service.db.pool import connect
+from service.db.queries import sql_root
 from tests.support.databases import create_database, drop_database
 from tests.support.seeding import seed_balanced
-from tests.test_query_plans import explain
+from tests.test_query_plans import explain, scans
 
 ENTRIES = 60_000
 EARLY = datetime(2020, 1, 1, tzinfo=UTC)
@@ -112,20 +114,41 @@ def cases(levels: list[list[UUID]]) -> list[tuple[str, dict[str, Any]]]:
         ("list_tenant_audit_logs", {**none, "page_size": None, "tenant_id": tenant}),
         ("list_subtree_audit_logs", {**none, "page_size": 51, "root_id": mid}),
         ("get_audit_log", {"entry_id": uuid7()}),
-        (
-            "delete_expired_audit_entries",
-            {
-                "cutoff": EARLY,
-                "after_at": batch["after_at"],
-                "after_id": UUID(int=0),
-                "row_limit": 1000,
-            },
-        ),
         ("list_audit_chain_links", {"from_seq": 5000, "to_seq": 6000, "row_limit": 1000}),
         ("delete_expired_events", batch),
         ("delete_expired_deliveries", batch),
         ("find_expired_archived_leaves", {"cutoff": EARLY, "batch_size": 100}),
     ]
+
+
+def purge_batch_selection() -> str:
+    """The statement of migration 0031's audit_purge_batch that picks a batch, with its
+    PL/pgSQL variables as the parameters they become ($1 cutoff, $2 after_at, $3
+    after_id, $4 the row limit)."""
+    text = (sql_root() / "migrations" / "0031_create_audit_owner_functions.sql").read_text()
+    start = text.index("SELECT x.id\n        FROM audit_logs x")
+    statement = text[start : text.index("FOR UPDATE SKIP LOCKED", start)]
+    for name, param in (
+        (r"greatest\(coalesce\(row_limit, 1\), 1\)", "$4::integer"),
+        (r"\bcutoff\b", "$1::timestamptz"),
+        (r"\bafter_at\b", "$2::timestamptz"),
+        (r"\bafter_id\b", "$3::uuid"),
+    ):
+        statement, found = re.subn(name, param, statement)
+        assert found, name
+    return statement + "FOR UPDATE SKIP LOCKED"
+
+
+@pytest.mark.parametrize("plan_mode", ["auto", "force_generic_plan"])
+async def test_the_audit_purge_batch_uses_indexes(
+    conn: asyncpg.Connection, seeded: list[list[UUID]], plan_mode: str
+) -> None:
+    await conn.execute(f"SET plan_cache_mode = {plan_mode}")
+    statement = await conn.prepare(f"EXPLAIN (FORMAT JSON) {purge_batch_selection()}")
+    plan = await statement.fetchval(EARLY, EARLY - timedelta(days=1), UUID(int=0), 1000)
+    nodes = scans(plan[0]["Plan"])
+    assert not [rel for node, rel in nodes if node == "Seq Scan"], nodes
+    assert any("Index" in node for node, _ in nodes), nodes
 
 
 @pytest.mark.parametrize("plan_mode", ["auto", "force_generic_plan"])

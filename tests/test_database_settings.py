@@ -3,11 +3,12 @@ and the consistency token's form (service/db/consistency.py)."""
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import pytest
 
-from service.db.consistency import InvalidToken, decode_token, encode_token
+from service.db.consistency import InvalidToken, decode_token, encode_token, token_key
 from service.db.pool import server_settings
 from service.db.replicas import label_of
 from service.settings.options import ConfigError, Settings
@@ -66,14 +67,39 @@ def test_replica_labels_carry_no_credentials() -> None:
     assert label_of("postgresql://user@db3/tenants") == "db3:5432/tenants"
 
 
+KEY = token_key(b"test-secret")
+
+
 @pytest.mark.parametrize("lsn", [0, 1, 0x16B3748, 2**64 - 1])
 def test_tokens_round_trip(lsn: int) -> None:
-    token = encode_token(lsn)
-    assert decode_token(token) == lsn
+    token = encode_token(lsn, KEY)
+    assert decode_token(token, KEY) == lsn
     assert token.replace("-", "").replace("_", "").isalnum()
 
 
-@pytest.mark.parametrize("text", ["", "x" * 40, "not base64!", "AAAA", encode_token(5)[:-2]])
-def test_malformed_tokens_are_refused(text: str) -> None:
+def _untagged(version: int, lsn: int) -> str:
+    raw = bytes([version]) + lsn.to_bytes(8, "big")
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "x" * 60,
+        "not base64!",
+        "AAAA",
+        encode_token(5, KEY)[:-2],
+        # a far-future position: untagged in the current version, tagged with another
+        # secret, or with its position changed under a genuine tag
+        _untagged(1, 2**62),  # the first form (no tag)
+        _untagged(2, 2**62),
+        encode_token(2**62, token_key(b"another secret")),
+        encode_token(5, KEY)[:2]
+        + ("A" if encode_token(5, KEY)[2] != "A" else "B")
+        + encode_token(5, KEY)[3:],
+    ],
+)
+def test_malformed_and_forged_tokens_are_refused(text: str) -> None:
     with pytest.raises(InvalidToken):
-        decode_token(text)
+        decode_token(text, KEY)

@@ -447,7 +447,7 @@ def settings_problem(tmp_path: Path, **env: str) -> str:
 
 
 def test_provider_settings(tmp_path: Path) -> None:
-    jwks = {"JWT_JWKS_URL": "https://idp.example/jwks"}
+    jwks = {"JWT_JWKS_URL": "https://idp.example/jwks", "JWT_AUDIENCE": "api"}
     settings = Settings.from_env(base_env("postgresql://x/y", tmp_path, **jwks))
     assert settings.jwt_algorithms == ("RS256", "ES256", "EdDSA")
     settings = Settings.from_env(base_env("postgresql://x/y", tmp_path))
@@ -457,6 +457,7 @@ def test_provider_settings(tmp_path: Path) -> None:
             "postgresql://x/y",
             tmp_path,
             OIDC_ISSUER="https://idp.example/realms/acme/",
+            JWT_AUDIENCE="api",
             JWT_SCOPE_MAP="tenants:read=read, api://x/Tenants.Write=write",
             JWT_JWKS_MAX_STALE="2 hours",
         )
@@ -498,7 +499,9 @@ async def test_production_never_fetches_keys_over_http(tmp_path: Path, provider:
     # Settings refuse an http:// URL in production; a discovery document pointing to one
     # is refused at fetch time (here the settings are built around the check).
     settings = replace(
-        Settings.from_env(base_env("postgresql://x/y", tmp_path, OIDC_ISSUER=provider.issuer)),
+        Settings.from_env(
+            base_env("postgresql://x/y", tmp_path, OIDC_ISSUER=provider.issuer, JWT_AUDIENCE="a")
+        ),
         environment="production",
     )
     jwks = JwksCache(settings)

@@ -18,9 +18,10 @@ from service.caches import read_cache
 from service.caches.announcements import Change
 from service.caches.key_cache import KeyCache
 from service.caches.read_cache import CachedRead, ReadCache
-from service.db.consistency import decode_token, requiring
+from service.db.consistency import decode_token, requiring, token_key
 from service.http.appkeys import DATABASE, READ_CACHE, REPOSITORIES
 from service.repositories.context import ResolvedContext
+from tests.conftest import HMAC_SECRET
 from tests.support.access import as_key, create_key
 from tests.support.announcements import all_heard
 from tests.support.api import create_tenant
@@ -419,7 +420,7 @@ async def test_a_write_reads_the_wal_position_once_without_replicas(
         f"/api/v1/tenants/{tenant['id']}/config/feature.flag", json={"value": True}, headers=admin
     )
     assert resp.status == 201
-    token = decode_token(resp.headers["X-Consistency-Token"])
+    token = decode_token(resp.headers["X-Consistency-Token"], token_key(HMAC_SECRET.encode()))
     await all_heard(client.app, db_conn)
     assert reads == []
     monkeypatch.undo()

@@ -14,11 +14,11 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from service.app import create_app
-from service.db.consistency import decode_token
+from service.db.consistency import decode_token, token_key
 from service.db.replicas import Replica, ReplicaSet
 from service.http.appkeys import DATABASE, READ_CACHE
 from service.settings.options import Settings
-from tests.conftest import base_env
+from tests.conftest import HMAC_SECRET, base_env
 from tests.support.api import create_tenant, unique_slug
 from tests.support.cluster import Cluster, find_binaries, migrated_pair, streaming_cluster
 from tests.support.databases import with_database
@@ -122,7 +122,7 @@ async def test_reads_go_to_the_replica_and_a_token_reads_its_own_write(
     # Once replayed, the replica serves the token's reads.
     await cluster.resume_replay()
     await cluster.wait_replayed()
-    position = decode_token(token)
+    position = decode_token(token, token_key(HMAC_SECRET.encode()))
     await wait_until(replicas, lambda: replica.replayed >= position and replica.lag_seconds == 0)
     served = replica.requests
     resp = await client.get(f"/api/v1/tenants?slug={slug}", headers=headers | {TOKEN: token})

@@ -88,6 +88,8 @@ CROSS_FIELD_RULES = {
     "confirm": "a purge is confirmed by the tenant's own slug",
     "region": "one of the deployment's SERVICE_REGIONS (a setting, not a fixed set)",
     "rate_limit_max": "a rate limit needs both its maximum and its window",
+    "X-Consistency-Token": "a token must carry the deployment's HMAC tag, which no "
+    "generator can produce",
     "rate_limit_window": "a rate limit needs both its maximum and its window",
     "old_key": "the old key must be the one the data is encrypted with",
     "new_key": "the new key must differ from the old one",

@@ -1,11 +1,14 @@
 """From a verified token's claims to a Principal: subject and issuer, scopes, tenant.
 
-Scopes come from JWT_SCOPES_CLAIM when set, else from the first of `scopes` (array),
-`scope` (space-separated, OAuth 2.0) and `scp` (Entra ID, Okta; string or array). A
-token signed with JWT_SECRET is this deployment's own: it may name only read, write and
-admin, and without a scope claim it reads. A provider's token carries scopes of other
-APIs too (openid, profile, ...): those are ignored; with JWT_SCOPE_MAP only mapped names
-grant anything; without a scope claim it grants nothing.
+A token signed with JWT_SECRET is this deployment's own and follows the interface's
+contract: its scopes are the `scopes` claim (read, write, admin only), and without that
+claim it reads; any other claim (`scope`, `scp`, JWT_SCOPES_CLAIM) grants it nothing.
+A provider's token takes its scopes from JWT_SCOPES_CLAIM when set, else from the first
+of `scopes` (array), `scope` (space-separated, OAuth 2.0) and `scp` (Entra ID, Okta;
+string or array); it carries scopes of other APIs too (openid, profile, ...): those are
+ignored; with JWT_SCOPE_MAP only mapped names grant anything; without a scope claim it
+grants nothing. With JWT_REQUIRE_TENANT_CLAIM (on in production) a provider's token
+without a tenant (the claim missing or null) is refused rather than reaching every tenant.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from service.base.errors import ServiceError
 from service.settings.options import Settings
 
 DEFAULT_SCOPE_CLAIMS = ("scopes", "scope", "scp")
+# The one scope claim of a token signed with JWT_SECRET.
+OWN_SCOPES_CLAIM = "scopes"
 MAX_CLAIM_TEXT = 255
 
 
@@ -62,21 +67,25 @@ def _names(value: Any, name: str) -> list[str]:
 
 
 def scopes_of(claims: dict[str, Any], settings: Settings, *, provider: bool) -> frozenset[str]:
+    if not provider:
+        value = claims.get(OWN_SCOPES_CLAIM)
+        if value is None:
+            return frozenset({"read"})
+        items = _names(value, OWN_SCOPES_CLAIM)
+        if any(s not in SCOPES for s in items):
+            raise invalid_token(f"the {OWN_SCOPES_CLAIM} claim names unknown scopes")
+        return frozenset(items)
     names = (settings.jwt_scopes_claim,) if settings.jwt_scopes_claim else DEFAULT_SCOPE_CLAIMS
     for name in names:
         value = claim(claims, name)
         if value is None:
             continue
         items = _names(value, name)
-        if not provider:
-            if any(s not in SCOPES for s in items):
-                raise invalid_token(f"the {name} claim names unknown scopes")
-            return frozenset(items)
         mapping = dict(settings.jwt_scope_map)
         if mapping:
             return frozenset(mapping[s] for s in items if s in mapping)
         return frozenset(s for s in items if s in SCOPES)
-    return frozenset() if provider else frozenset({"read"})
+    return frozenset()
 
 
 def tenant_of(claims: dict[str, Any], settings: Settings) -> uuid.UUID | None:
@@ -106,10 +115,13 @@ def principal_from_claims(
             expires_at = datetime.fromtimestamp(exp, UTC)
         except (OverflowError, OSError, ValueError) as exc:
             raise invalid_token("the exp claim is out of range") from exc
+    tenant_id = tenant_of(claims, settings)
+    if provider and tenant_id is None and settings.jwt_require_tenant_claim:
+        raise invalid_token(f"the token names no tenant (the {settings.jwt_tenant_claim} claim)")
     return Principal(
         actor_id=actor_id,
         actor_type="jwt",
         scopes=scopes_of(claims, settings, provider=provider),
-        tenant_id=tenant_of(claims, settings),
+        tenant_id=tenant_id,
         expires_at=expires_at,
     )

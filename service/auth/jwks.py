@@ -189,8 +189,8 @@ class JwksCache:
                 )
             ):
                 keys[jwk["kid"]] = jwk
-        if not keys:
-            raise FetchFailed("the JWKS has no usable public keys")
+        # An empty set is an answer, not a failure: the provider withdrew every key, and
+        # every token is refused until it publishes one.
         return keys
 
     async def _discover(self) -> str:

@@ -22,6 +22,7 @@ from service.settings.options import Settings
 LEEWAY_SECONDS = 30
 MAX_TOKEN_LENGTH = 8192
 MAX_KID_LENGTH = 256
+TIME_CLAIMS = ("exp", "nbf", "iat")
 
 __all__ = ["LEEWAY_SECONDS", "MAX_TOKEN_LENGTH", "TokenVerifier", "invalid_token"]
 
@@ -95,6 +96,11 @@ class TokenVerifier:
             raise invalid_token() from exc
         if not isinstance(claims, dict):
             raise invalid_token()
+        for name in TIME_CLAIMS:
+            # RFC 7519 NumericDate: a number (PyJWT would take "9999999999" as one).
+            value = claims.get(name)
+            if name in claims and (isinstance(value, bool) or not isinstance(value, int | float)):
+                raise invalid_token(f"the {name} claim must be a number")
         if issuer is not None and not _same_issuer(claims.get("iss"), issuer):
             raise invalid_token("the token's issuer is not accepted here")
         return claims

@@ -70,7 +70,10 @@ class MigrationsRepository(Repository):
         await self._unlock.exec(conn, lock_id=MIGRATION_LOCK_ID)
 
     async def create_migrations_table(self, conn: asyncpg.Connection) -> None:
-        await self._create_table.exec(conn)
+        # Only when missing: a serving role without CREATE on the schema starts against a
+        # database its owner migrated (docs/operations.md "Database roles").
+        if not await self._table_exists.value(conn):
+            await self._create_table.exec(conn)
 
     async def list_applied_migrations(self, conn: asyncpg.Connection) -> dict[int, str]:
         rows = await self._list_applied.many(conn)

@@ -8,8 +8,15 @@ from __future__ import annotations
 from aiohttp import web
 
 from service.base.errors import FieldError, ServiceError
-from service.db.consistency import HEADER, InvalidToken, decode_token, encode_token, requiring
-from service.http.appkeys import DATABASE
+from service.db.consistency import (
+    HEADER,
+    InvalidToken,
+    decode_token,
+    encode_token,
+    requiring,
+    token_key,
+)
+from service.http.appkeys import DATABASE, SETTINGS
 from service.http.freshness import WRITE_POSITION
 from service.http.routing import Handler
 
@@ -22,9 +29,10 @@ async def consistency(request: web.Request, handler: Handler) -> web.StreamRespo
     if sent is None and request.method in SAFE_METHODS:
         return await handler(request)  # what `requiring` resets to after every request
     required = None
+    key = token_key(request.app[SETTINGS].api_key_hmac_secret)
     if sent is not None:
         try:
-            required = decode_token(sent)
+            required = decode_token(sent, key)
         except InvalidToken as exc:
             message = f"{HEADER} is not a token this service issued"
             raise ServiceError(
@@ -37,5 +45,5 @@ async def consistency(request: web.Request, handler: Handler) -> web.StreamRespo
         if position is None:
             position = await request.app[DATABASE].write_position()
         if position is not None:
-            response.headers[HEADER] = encode_token(position)
+            response.headers[HEADER] = encode_token(position, key)
     return response

@@ -92,9 +92,10 @@ PARAMETERS["X-Consistency-Token"] = {
     "description": "The X-Consistency-Token of an earlier write's answer: this read is then "
     "served only by a database server that has that write (a caught-up read replica or "
     "the primary). Opaque; a value this service did not issue is 400 VALIDATION_ERROR.",
-    # A version byte (1) and an 8-byte WAL position, base64url without padding.
-    "schema": {"type": "string", "pattern": "^A[Q-Za-f][A-Za-z0-9_-]{10}$"},
-    "example": "AQAAAAABX2do",
+    # A version byte (2), an 8-byte WAL position and a 16-byte HMAC tag, base64url
+    # without padding.
+    "schema": {"type": "string", "pattern": "^A[g-v][A-Za-z0-9_-]{32}$"},
+    "example": "AgAAAAABazdIH-j4E2no9uj-EdWlhZ4N5w",
 }
 # Response headers, described once under components.headers and referenced.
 HEADERS: dict[str, dict[str, Any]] = {

@@ -32,17 +32,26 @@ class ChainLink:
 
 
 @dataclass(frozen=True, slots=True)
-class PurgedEntry:
-    at: datetime
+class PurgeEntry:
+    """The audit.purged entry a batch writes: its id and who asked."""
+
     id: UUID
-    seq: int | None
+    actor_id: str
+    actor_type: str
+    request_id: str | None
+    ip_address: str | None
 
 
 @dataclass(frozen=True, slots=True)
-class ChainAnchor:
-    keep_seq: int | None  # the oldest link whose entry is kept
-    first_seq: int | None  # the oldest link kept
-    last_seq: int | None  # the newest link
+class PurgeBatch:
+    """One batch of retention: the checkpoint it recorded (the id of its audit.purged
+    entry) and the newest entry removed."""
+
+    checkpoint_id: UUID
+    changes: dict[str, Any]
+    deleted: int
+    last_at: datetime
+    last_id: UUID
 
 
 def _link(row: asyncpg.Record) -> ChainLink:
@@ -78,10 +87,8 @@ class AuditChainRepository(Repository):
     _link_hash = NamedSql("get_audit_chain_link_hash")
     _checkpoints = NamedSql("list_audit_chain_checkpoints")
     _unchained = NamedSql("find_unchained_audit_entry")
-    _delete_entries = NamedSql("delete_expired_audit_entries")
-    _anchor = NamedSql("find_audit_chain_anchor")
-    _allow_cut = NamedSql("allow_audit_chain_cut")
-    _delete_links = NamedSql("delete_audit_chain_links")
+    _unrecorded = NamedSql("find_unrecorded_audit_checkpoint")
+    _purge = NamedSql("purge_audit_batch")
 
     async def get_head(self, conn: asyncpg.Connection) -> ChainHead:
         row = await self._head.one(conn)
@@ -107,25 +114,39 @@ class AuditChainRepository(Repository):
         row = await self._unchained.one(conn)
         return None if row is None else UUID(str(row["id"]))
 
-    async def delete_expired_entries(
+    async def find_unrecorded_checkpoint(self, conn: asyncpg.Connection) -> UUID | None:
+        row = await self._unrecorded.one(conn)
+        return None if row is None else UUID(str(row["id"]))
+
+    async def purge_batch(
         self,
         conn: asyncpg.Connection,
         cutoff: datetime,
         limit: int,
         after_at: datetime,
         after_id: UUID,
-    ) -> list[PurgedEntry]:
-        rows = await self._delete_entries.many(
-            conn, cutoff=cutoff, after_at=after_at, after_id=after_id, row_limit=limit
+        entry: PurgeEntry,
+    ) -> PurgeBatch | None:
+        """Delete one batch of entries created before cutoff and write its audit.purged
+        entry (None: none left)."""
+        row = await self._purge.one(
+            conn,
+            cutoff=cutoff,
+            after_at=after_at,
+            after_id=after_id,
+            row_limit=limit,
+            entry_id=entry.id,
+            actor_id=entry.actor_id,
+            actor_type=entry.actor_type,
+            request_id=entry.request_id,
+            ip_address=entry.ip_address,
         )
-        return [PurgedEntry(r["at"], r["id"], r["seq"]) for r in rows]
-
-    async def find_anchor(self, conn: asyncpg.Connection) -> ChainAnchor:
-        row = await self._anchor.one(conn)
-        assert row is not None
-        return ChainAnchor(row["keep_seq"], row["first_seq"], row["last_seq"])
-
-    async def delete_links_through(self, conn: asyncpg.Connection, through_seq: int) -> int:
-        """Drop the links up to through_seq; opens the link guard for this transaction."""
-        await self._allow_cut.exec(conn, through_seq=through_seq)
-        return int(await self._delete_links.value(conn, through_seq=through_seq))
+        if row is None:
+            return None
+        return PurgeBatch(
+            checkpoint_id=row["purge_id"],
+            changes=row["purge_changes"],
+            deleted=row["purged"],
+            last_at=row["purged_last_at"],
+            last_id=row["purged_last_id"],
+        )

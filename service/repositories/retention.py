@@ -50,7 +50,6 @@ class RetentionRepository(Repository):
     _delete_events = NamedSql("delete_expired_events")
     _count_consents = NamedSql("count_expired_consents")
     _delete_consents = NamedSql("delete_expired_consents")
-    _allow_audit = NamedSql("allow_audit_retention")
     _count_audit = NamedSql("count_expired_audit_logs")
     _count_tenants = NamedSql("count_expired_archived_tenants")
     _find_leaves = NamedSql("find_expired_archived_leaves")
@@ -100,10 +99,6 @@ class RetentionRepository(Repository):
 
     async def count_expired_audit_logs(self, conn: asyncpg.Connection, cutoff: datetime) -> int:
         return int(await self._count_audit.value(conn, cutoff=cutoff))
-
-    async def allow_audit_retention(self, conn: asyncpg.Connection, cutoff: datetime) -> None:
-        """Open the audit guard for entries before cutoff, this transaction only."""
-        await self._allow_audit.exec(conn, cutoff=cutoff)
 
     async def count_expired_idempotency_keys(
         self, conn: asyncpg.Connection, cutoff: datetime

@@ -47,6 +47,7 @@ def identity_settings(reader: EnvironmentReader, settings: Settings) -> dict[str
         reader.errors.append(
             "JWT_ALGORITHMS names a public-key algorithm: set JWT_JWKS_URL or OIDC_ISSUER"
         )
+    allow_any_audience = reader.boolean("JWT_ALLOW_ANY_AUDIENCE", False)
     if provider and settings.is_production:
         if settings.jwt_audience is None:
             reader.errors.append("SERVICE_ENV=production with a JWKS requires JWT_AUDIENCE")
@@ -54,6 +55,12 @@ def identity_settings(reader: EnvironmentReader, settings: Settings) -> dict[str
             reader.errors.append(
                 "SERVICE_ENV=production with JWT_JWKS_URL requires JWT_ISSUER or OIDC_ISSUER"
             )
+    elif provider and settings.jwt_audience is None and not allow_any_audience:
+        reader.errors.append(
+            "JWT_JWKS_URL or OIDC_ISSUER requires JWT_AUDIENCE (without it, the provider's "
+            "tokens for any other application are accepted); set JWT_ALLOW_ANY_AUDIENCE=true "
+            "to accept them knowingly"
+        )
     scope_map: list[tuple[str, str]] = []
     for part in reader.text("JWT_SCOPE_MAP", "").split(","):
         if not part.strip():
@@ -72,6 +79,10 @@ def identity_settings(reader: EnvironmentReader, settings: Settings) -> dict[str
         "jwt_scopes_claim": reader.optional("JWT_SCOPES_CLAIM"),
         "jwt_scope_map": tuple(scope_map),
         "jwt_tenant_claim": reader.text("JWT_TENANT_CLAIM", "tenant_id"),
+        "jwt_require_tenant_claim": reader.boolean(
+            "JWT_REQUIRE_TENANT_CLAIM", settings.is_production
+        ),
+        "jwt_allow_any_audience": allow_any_audience,
         "jwks_cache_seconds": reader.duration("JWT_JWKS_CACHE_TTL", "5 minutes"),
         "jwks_max_stale_seconds": reader.duration("JWT_JWKS_MAX_STALE", "1 hour"),
         "jwks_timeout_seconds": reader.number("JWT_JWKS_TIMEOUT_SECONDS", 5.0, 0.1, 60),

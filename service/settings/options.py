@@ -107,6 +107,10 @@ class Settings:
     # Provider scope name -> read/write/admin.
     jwt_scope_map: tuple[tuple[str, str], ...] = ()
     jwt_tenant_claim: str = "tenant_id"
+    # A provider's token must name a tenant (on in production): none reaches every tenant.
+    jwt_require_tenant_claim: bool = False
+    # A provider without JWT_AUDIENCE: its tokens for any application are accepted.
+    jwt_allow_any_audience: bool = False
     jwks_cache_seconds: int = 300
     # How long the last key set keeps serving while the provider cannot be reached.
     jwks_max_stale_seconds: int = 3600

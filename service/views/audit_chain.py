@@ -15,6 +15,7 @@ BreakReason = Literal[
     "missing_entry",
     "unanchored_start",
     "unchained_entry",
+    "unrecorded_checkpoint",
 ]
 
 

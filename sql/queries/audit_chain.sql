@@ -45,11 +45,24 @@ FROM audit_chain c
 WHERE c.seq = :'seq';
 
 -- name: list_audit_chain_checkpoints :many
--- What retention recorded about the links and entries it removed (audit.purged entries).
-SELECT a.changes
+-- What retention recorded about the links and entries it removed (only retention's
+-- function writes these rows; an audit.purged entry alone proves nothing).
+SELECT p.changes
+FROM audit_purge_checkpoints p
+ORDER BY p.recorded_at, p.id;
+
+-- name: find_unrecorded_audit_checkpoint :one
+-- The oldest audit.purged entry that retention did not record (no checkpoint with its id
+-- and body), if any.
+SELECT a.id
 FROM audit_logs a
 WHERE a.action = 'audit.purged'
-ORDER BY a.id;
+  AND NOT EXISTS (SELECT 1
+                  FROM audit_purge_checkpoints p
+                  WHERE p.id = a.id
+                    AND p.changes = a.changes)
+ORDER BY a.id
+LIMIT 1;
 
 -- name: find_unchained_audit_entry :one
 -- The oldest entry without a link (written with the chain trigger disabled), if any.
@@ -59,52 +72,12 @@ WHERE NOT EXISTS (SELECT 1 FROM audit_chain c WHERE c.entry_id = a.id)
 ORDER BY a.id
 LIMIT 1;
 
--- name: delete_expired_audit_entries :many
--- One batch of audit entries created before cutoff, after (after_at, after_id), with the
--- numbers of their links (the links stay: verification shows them as purged).
-WITH doomed AS (
-    -- the batch, oldest first, skipping rows another purge holds
-    SELECT x.id
-    FROM audit_logs x
-    WHERE x.created_at < :'cutoff'
-      AND x.created_at >= :'after_at'
-      AND (x.created_at, x.id) > (:'after_at', :'after_id')
-    ORDER BY x.created_at, x.id
-    LIMIT :'row_limit'
-    FOR UPDATE SKIP LOCKED
-),
-gone AS (
-    -- the entries themselves (the guard lets retention delete before the cutoff)
-    DELETE FROM audit_logs a
-    WHERE a.id IN (SELECT id FROM doomed)
-    RETURNING a.created_at, a.id
-)
-SELECT g.created_at AS at, g.id, c.seq
-FROM gone g
-LEFT JOIN audit_chain c ON c.entry_id = g.id;
-
--- name: find_audit_chain_anchor :one
--- The oldest link whose entry is still kept (keep_seq; NULL when none), the oldest link
--- kept at all (first_seq) and the newest (last_seq).
-SELECT (SELECT c.seq
-        FROM audit_chain c
-        WHERE EXISTS (SELECT 1 FROM audit_logs a WHERE a.id = c.entry_id)
-        ORDER BY c.seq
-        LIMIT 1) AS keep_seq,
-       (SELECT min(c.seq) FROM audit_chain c) AS first_seq,
-       (SELECT max(c.seq) FROM audit_chain c) AS last_seq;
-
--- name: allow_audit_chain_cut :exec
--- Open the link guard for links up to through_seq, until this transaction ends.
-SELECT set_config('tenant_service.audit_chain_cut', (:'through_seq')::bigint::text, true);
-
--- name: delete_audit_chain_links :value
--- Remove the links up to through_seq (every one of them has lost its entry); returns how
--- many went.
-WITH gone AS (
-    DELETE FROM audit_chain c
-    WHERE c.seq <= :'through_seq'
-    RETURNING 1
-)
-SELECT count(*) AS deleted
-FROM gone;
+-- name: purge_audit_batch :one
+-- One batch of retention, done by migration 0031's audit_purge_batch (the only way to
+-- delete entries), which also writes its audit.purged entry (entry_id, by the actor
+-- given): no row when nothing was old enough, else the checkpoint it recorded, how many
+-- entries went and the newest of them.
+SELECT b.purge_id, b.purge_changes, b.purged, b.purged_last_at, b.purged_last_id
+FROM audit_purge_batch(:'cutoff'::timestamptz, :'after_at'::timestamptz, :'after_id'::uuid,
+                       :'row_limit'::integer, :'entry_id'::uuid, :'actor_id'::text,
+                       :'actor_type'::text, :'request_id'::text, :'ip_address'::text) AS b;

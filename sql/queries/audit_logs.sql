@@ -59,33 +59,8 @@ FROM audit_logs a
 LEFT JOIN tenants t ON t.id = a.tenant_id
 WHERE a.id = :'entry_id';
 
--- name: allow_audit_redaction :exec
--- Open the audit guard for redaction until this transaction ends.
-SELECT set_config('tenant_service.audit_redaction', 'on', true);
-
 -- name: redact_audit_logs_of_tenants :value
 -- Replace `changes` with the redaction marker on every entry that names a purged tenant
--- (tenant_ids): entries of those tenants, entries about them, and entries of other tenants
--- whose changes mention one (a child moved out earlier names its old parent). Returns
--- how many entries were redacted now.
-WITH purged AS (
-    -- the purged tenants' ids, one row each
-    SELECT unnest(:'tenant_ids'::uuid[]) AS id
-),
-redacted AS (
-    -- the entries redacted now (already redacted ones are left alone)
-    UPDATE audit_logs a
-    SET changes = '{"redacted": true}'::jsonb
-    WHERE a.changes IS DISTINCT FROM '{"redacted": true}'::jsonb
-      AND (a.tenant_id IN (SELECT id FROM purged)
-           OR a.resource_id IN (SELECT id::text FROM purged)
-           -- any UUID written in the changes that is one of the purged tenants
-           OR EXISTS (SELECT 1
-                      FROM regexp_matches(a.changes::text,
-                                          '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}',
-                                          'g') AS m(found)
-                      WHERE m.found[1]::uuid IN (SELECT id FROM purged)))
-    RETURNING 1
-)
-SELECT count(*) AS redacted
-FROM redacted;
+-- (tenant_ids, already deleted), through migration 0031's audit_redact_tenants (the only
+-- way to change an entry); returns how many entries were redacted now.
+SELECT audit_redact_tenants(:'tenant_ids'::uuid[]) AS redacted;

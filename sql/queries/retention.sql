@@ -69,12 +69,6 @@ WHERE c.id IN (SELECT x.id
                FOR UPDATE SKIP LOCKED)
 RETURNING least(c.revoked_at, c.expires_at) AS at, c.id;
 
--- name: allow_audit_retention :exec
--- Open the audit guard for deleting entries created before cutoff, until this transaction
--- ends.
-SELECT set_config('tenant_service.audit_retention_before', :'cutoff'::timestamptz::text,
-                  true);
-
 -- name: count_expired_audit_logs :value
 -- Audit entries created before cutoff.
 SELECT count(*) AS total

@@ -179,6 +179,12 @@ class AuditChain:
                     "unchained_entry", None, unchained,
                     "an entry has no link (written with the chain trigger disabled)",
                 )  # fmt: skip
+            forged = await self.chain.find_unrecorded_checkpoint(conn)
+            if forged is not None:
+                raise ChainBreak(
+                    "unrecorded_checkpoint", None, forged,
+                    "an audit.purged entry that retention did not record (a forged checkpoint)",
+                )  # fmt: skip
         except ChainBreak as broken:
             problem = broken.body
         return {
