@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager, suppress
 from typing import Any, Literal, TypeVar, cast
 
 import asyncpg
@@ -23,7 +23,7 @@ import orjson
 from asyncpg.transaction import Transaction
 
 from service.db.consistency import primary_only, required_position
-from service.db.errors import is_unavailable, service_unavailable
+from service.db.errors import is_unavailable, leaves_connection_broken, service_unavailable
 from service.db.held import HeldTransaction, current_hold
 from service.db.queries import Queries
 from service.db.replicas import Replica, ReplicaSet
@@ -168,7 +168,8 @@ class Database:
             return
         conn = await self._acquire()
         try:
-            yield conn
+            with discarding_broken(conn):
+                yield conn
         finally:
             await self._release(conn)
 
@@ -200,8 +201,11 @@ class Database:
             replica, pool, conn = taken
             try:
                 try:
-                    replayed = await self._positions.replayed_position(conn) if positioned else 0
-                    return await fn(conn), replayed
+                    with discarding_broken(conn):
+                        replayed = 0
+                        if positioned:
+                            replayed = await self._positions.replayed_position(conn)
+                        return await fn(conn), replayed
                 finally:
                     await _give_back(pool, conn)
             except Exception as exc:
@@ -223,7 +227,8 @@ class Database:
         replica, pool, conn = taken
         try:
             try:
-                yield conn
+                with discarding_broken(conn):
+                    yield conn
             finally:
                 await _give_back(pool, conn)
         except Exception as exc:
@@ -302,6 +307,7 @@ class Database:
                 await held.on_begin(conn)
                 result = await fn(conn)
             except BaseException as exc:
+                discard_if_broken(conn, exc)
                 await asyncio.shield(self._abandon(conn, transaction))
                 if not isinstance(exc, _RETRYABLE) or attempt == MAX_TRANSACTION_ATTEMPTS:
                     raise
@@ -317,8 +323,9 @@ class Database:
         """A later transaction of a request that holds one: a savepoint inside it."""
         for attempt in range(1, MAX_TRANSACTION_ATTEMPTS + 1):
             try:
-                async with conn.transaction():
-                    return await fn(conn)
+                with discarding_broken(conn):
+                    async with conn.transaction():
+                        return await fn(conn)
             except _RETRYABLE:
                 if attempt == MAX_TRANSACTION_ATTEMPTS:
                     raise
@@ -342,7 +349,8 @@ class Database:
         try:
             await before_commit(conn)
             await transaction.commit()
-        except BaseException:
+        except BaseException as exc:
+            discard_if_broken(conn, exc)
             await asyncio.shield(self._abandon(conn, transaction))
             raise
         await self._release(conn)
@@ -356,6 +364,23 @@ class Database:
             pass
         finally:
             await self._release(conn)
+
+
+def discard_if_broken(conn: asyncpg.Connection, exc: BaseException) -> None:
+    """Terminate a connection an error has left in an unknown protocol state, so the
+    pool opens a fresh one instead of handing it to the next request."""
+    if leaves_connection_broken(exc) and not conn.is_closed():
+        conn.terminate()
+
+
+@contextmanager
+def discarding_broken(conn: asyncpg.Connection) -> Iterator[None]:
+    """Every use of a connection runs inside this: what breaks it, discards it."""
+    try:
+        yield
+    except BaseException as exc:
+        discard_if_broken(conn, exc)
+        raise
 
 
 async def _give_back(pool: asyncpg.Pool, conn: asyncpg.Connection) -> None:
