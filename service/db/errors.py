@@ -53,6 +53,8 @@ _UNAVAILABLE = (
     # or no host of a multi-host DATABASE_URL is the primary yet: retry shortly.
     asyncpg.ReadOnlySQLTransactionError,
     asyncpg.TargetServerAttributeNotMatched,
+    # A row lock held past DB_LOCK_TIMEOUT_MS: the writer gives its connection back.
+    asyncpg.LockNotAvailableError,
 )
 
 

@@ -192,6 +192,10 @@ class ReplicaSet:
             replica.skips[reason] += 1
         return None
 
+    def usable(self) -> bool:
+        """Whether some replica may serve a read without a token now (readiness)."""
+        return any(self._unusable(r, None) is None for r in self.replicas)
+
     def _unusable(self, replica: Replica, required: int | None) -> str | None:
         if replica.pool is None:
             return "down"

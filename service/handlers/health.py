@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncpg
 from aiohttp import web
 
 from service.http.appkeys import DATABASE, MIGRATION_HEAD, REPOSITORIES
@@ -37,27 +38,63 @@ async def health(request: web.Request) -> web.Response:
 
 
 @api.route(
-    "GET", "/ready", summary="Readiness: database reachable and migrated", public=True,
-    response="Readiness", errors=("SERVICE_UNAVAILABLE",),
+    "GET", "/ready", summary="Readiness for writes: the primary reachable and migrated",
+    public=True, response="Readiness", errors=("SERVICE_UNAVAILABLE",),
     extra={"responses": {503: "Readiness"}, "headers": {503: ("Retry-After",)}},
 )  # fmt: skip
 async def ready(request: web.Request) -> web.Response:
-    repos = request.app[REPOSITORIES]
-    expected = request.app[MIGRATION_HEAD]
-    try:
-        async with request.app[DATABASE].connection() as conn:
-            await repos.health.ping(conn)
-            applied = await repos.migrations.latest_migration_version(conn)
-    except Exception:
+    state, applied = await _primary_state(request)
+    if state == "unreachable":
         return json_response(
             {"status": "unavailable", "database": "unreachable"},
             status=503,
             headers={"Retry-After": "1"},
         )
-    if applied is None or applied < expected:
+    if state == "migrations pending":
         return json_response(
             {"status": "unavailable", "database": "migrations pending"},
             status=503,
             headers={"Retry-After": "5"},
         )
     return json_response({"status": "ok", "database": "ok", "migration": applied})
+
+
+@api.route(
+    "GET", "/ready/reads",
+    summary="Readiness for reads: the primary, or else a usable replica, answers reads",
+    public=True, response="ReadReadiness", errors=("SERVICE_UNAVAILABLE",),
+    extra={"responses": {503: "ReadReadiness"}, "headers": {503: ("Retry-After",)}},
+)  # fmt: skip
+async def ready_for_reads(request: web.Request) -> web.Response:
+    state, _ = await _primary_state(request)
+    writes = "ok" if state == "ok" else "unavailable"
+    if state == "ok":
+        reads = "primary"
+    elif request.app[DATABASE].replicas.usable():
+        reads = "replica"  # reads without a consistency token go on during the outage
+    else:
+        return json_response(
+            {"status": "unavailable", "reads": "unavailable", "writes": writes},
+            status=503,
+            headers={"Retry-After": "1"},
+        )
+    return json_response({"status": "ok", "reads": reads, "writes": writes})
+
+
+async def _primary_state(request: web.Request) -> tuple[str, int | None]:
+    """("ok" | "unreachable" | "migrations pending", the latest migration applied).
+    On the readiness probe's own connection: a busy pool is not an unready database."""
+    repos = request.app[REPOSITORIES]
+    expected = request.app[MIGRATION_HEAD]
+
+    async def check(conn: asyncpg.Connection) -> int | None:
+        await repos.health.ping(conn)
+        return await repos.migrations.latest_migration_version(conn)
+
+    try:
+        applied = await request.app[DATABASE].probe.run(check)
+    except Exception:
+        return "unreachable", None
+    if applied is None or applied < expected:
+        return "migrations pending", applied
+    return "ok", applied

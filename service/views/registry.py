@@ -21,7 +21,7 @@ from service.views.entries import ConfigEntry, PermissionPolicy, TenantContext
 from service.views.errors import Error, TenantBatchError
 from service.views.impact import ConfigChangePreview, MovePreview, PermissionChangePreview
 from service.views.keys import ApiKey, ApiKeyPage, ApiKeyWithPlaintext, EffectiveScopes, Role
-from service.views.probes import Health, Index, Readiness
+from service.views.probes import Health, Index, Readiness, ReadReadiness
 from service.views.session import SignedIn
 from service.views.tenants import Tenant, TenantBatchResult, TenantPage
 from service.views.webhooks import (
@@ -83,6 +83,7 @@ RESPONSES: dict[str, Any] = {
     "Index": Index,
     "SignedIn": SignedIn,
     "Readiness": Readiness,
+    "ReadReadiness": ReadReadiness,
     "Error": Error,
     "OpenApiDocument": dict[str, Any],
     "MetricsText": str,
