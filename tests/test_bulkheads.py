@@ -88,6 +88,7 @@ async def test_a_locked_row_leaves_other_tenants_and_readiness_answering(
         stop.set()
         await holder.close()
 
+    print(f"\nbulkhead: slowest blocked writer {slowest[0]:.2f} s; {dict(blocked)}; {dict(others)}")
     assert problems == []
     # Every writer to the locked row was answered, each with 503 and within the bound.
     assert set(blocked) == {503}, blocked

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import asyncpg
 from aiohttp import web
 
@@ -10,6 +12,7 @@ from service.http.responses import json_response
 from service.http.routing import Api
 
 api = Api("operations")
+PRIMARY_GLANCE_SECONDS = 0.5
 
 # GET / answers where to go: a person lands on the console, a program on the OpenAPI
 # document (docs/decisions.md, "First contact").
@@ -66,11 +69,14 @@ async def ready(request: web.Request) -> web.Response:
     extra={"responses": {503: "ReadReadiness"}, "headers": {503: ("Retry-After",)}},
 )  # fmt: skip
 async def ready_for_reads(request: web.Request) -> web.Response:
-    state, _ = await _primary_state(request)
+    # With a replica to answer reads, the primary gets a short look only: a balancer's
+    # check must not time out while PgBouncer queues the probe for a primary that is away.
+    usable_replica = request.app[DATABASE].replicas.usable()
+    state, _ = await _primary_state(request, PRIMARY_GLANCE_SECONDS if usable_replica else None)
     writes = "ok" if state == "ok" else "unavailable"
     if state == "ok":
         reads = "primary"
-    elif request.app[DATABASE].replicas.usable():
+    elif usable_replica:
         reads = "replica"  # reads without a consistency token go on during the outage
     else:
         return json_response(
@@ -81,7 +87,9 @@ async def ready_for_reads(request: web.Request) -> web.Response:
     return json_response({"status": "ok", "reads": reads, "writes": writes})
 
 
-async def _primary_state(request: web.Request) -> tuple[str, int | None]:
+async def _primary_state(
+    request: web.Request, within: float | None = None
+) -> tuple[str, int | None]:
     """("ok" | "unreachable" | "migrations pending", the latest migration applied).
     On the readiness probe's own connection: a busy pool is not an unready database."""
     repos = request.app[REPOSITORIES]
@@ -92,7 +100,7 @@ async def _primary_state(request: web.Request) -> tuple[str, int | None]:
         return await repos.migrations.latest_migration_version(conn)
 
     try:
-        applied = await request.app[DATABASE].probe.run(check)
+        applied = await asyncio.wait_for(request.app[DATABASE].probe.run(check), within)
     except Exception:
         return "unreachable", None
     if applied is None or applied < expected:
