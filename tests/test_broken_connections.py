@@ -10,7 +10,9 @@ to every idle connection and keeps them open stages the race deterministically."
 
 from __future__ import annotations
 
-import asyncio
+import fcntl
+import struct
+import termios
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -56,6 +58,20 @@ async def _client(
     return client
 
 
+async def read_by_the_pool(pool: Any) -> None:
+    """Until every pooled connection's socket has no unread byte: asyncpg has taken the
+    injected error in (an event, not a pause)."""
+
+    def unread(holder: Any) -> int:
+        sock = holder._con._transport.get_extra_info("socket")
+        return struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0" * 4))[0]
+
+    async def all_read() -> bool:
+        return all(unread(h) == 0 for h in pool._holders if h._con is not None)
+
+    await eventually(all_read, within=5, interval=0.01)
+
+
 async def test_an_error_written_to_idle_pooled_connections_never_answers_500(
     proxy: InjectingProxy, fresh_db_url: str, tmp_path: Path, aiohttp_client: Any
 ) -> None:
@@ -68,7 +84,7 @@ async def test_an_error_written_to_idle_pooled_connections_never_answers_500(
 
     await eventually(all_idle, within=10, interval=0.02)
     assert proxy.inject_error() >= POOL_SIZE
-    await asyncio.sleep(0.2)  # the bytes reach asyncpg's protocol (loopback)
+    await read_by_the_pool(pool)
 
     statuses: list[int] = []
     for _ in range(POOL_SIZE + 3):
@@ -89,7 +105,7 @@ async def test_an_error_written_to_idle_pooled_connections_never_answers_500(
     # Reads that meet a broken connection answer 503 too, and the pool recovers.
     await eventually(all_idle, within=10, interval=0.02)
     assert proxy.inject_error() >= POOL_SIZE
-    await asyncio.sleep(0.2)
+    await read_by_the_pool(pool)
     reads = []
     for _ in range(POOL_SIZE + 3):
         resp = await client.get("/api/v1/tenants", headers=headers)
