@@ -27,7 +27,8 @@ from pathlib import Path
 
 from tests.support.cluster import OS_USER, find_binaries
 
-PORTS = range(18500, 18600)
+_BASE = int(os.environ.get("HA_TEST_PORT_BASE", "18500"))
+PORTS = range(_BASE, _BASE + 100)
 ETCD = Path("/usr/bin/etcd")
 HAPROXY = Path("/usr/sbin/haproxy")
 PATRONI = Path(sys.executable).parent / "patroni"
