@@ -37,6 +37,7 @@ from service.handlers import (
     webhooks,
 )
 from service.http import appkeys as keys
+from service.http.bulkheads import WriteBulkhead
 from service.http.consistency import consistency
 from service.http.data_layers import data_layers
 from service.http.freshness import forget_reads_after_writes
@@ -138,13 +139,14 @@ def create_app(
     app[keys.STOPPING] = asyncio.Event()
     app.on_shutdown.append(_stopping)
     endpoints = app[keys.ENDPOINTS] = register(app, apis())
+    bulkhead = WriteBulkhead(settings.db_writes_per_resource, settings.db_acquire_timeout_seconds)
     # forget_reads_after_writes wraps idempotency: it runs after held commits.
     app.middlewares.extend(
         [
             *tracing.middlewares(),  # none unless OTEL_* turned tracing on
             request_context(metrics, endpoints),
             authenticate(authenticator, endpoints, settings.trusted_proxies),
-            data_layers(consistency, forget_reads_after_writes, idempotency),
+            data_layers(bulkhead.middleware(), consistency, forget_reads_after_writes, idempotency),
         ]
     )
     app.cleanup_ctx.append(_database_lifecycle)

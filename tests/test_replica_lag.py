@@ -17,12 +17,13 @@ class Positions:
     def __init__(self) -> None:
         self.primary = 100
         self.replayed = 100
+        self.standby = True
 
     async def current_position(self, _conn: Any) -> int:
         return self.primary
 
     async def replica_state(self, _conn: Any) -> tuple[bool, int]:
-        return True, self.replayed
+        return self.standby, self.replayed
 
 
 async def test_the_lag_grows_for_as_long_as_replay_stays_stopped(
@@ -61,3 +62,29 @@ async def test_the_lag_grows_for_as_long_as_replay_stays_stopped(
     clock.now += 0.5
     await checked.check(None)  # type: ignore[arg-type]
     assert replica.lag_seconds == 0.0
+
+
+async def test_the_lag_of_a_promoted_node_stops_growing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A standby promoted under Patroni keeps its last replay position: measured as a
+    replica it would lag more every second. It is skipped as not_standby, lag 0."""
+    clock = SimpleNamespace(now=1000.0)
+    monkeypatch.setattr(replicas, "time", SimpleNamespace(monotonic=lambda: clock.now))
+    positions = Positions()
+
+    async def pool(_url: str) -> Any:
+        return SimpleNamespace(terminate=lambda: None)
+
+    checked = ReplicaSet(
+        ("postgresql://x@127.0.0.1:1/db",), max_lag_seconds=1.0, check_seconds=0.5,
+        pool_factory=pool, positions=positions,  # type: ignore[arg-type]
+    )  # fmt: skip
+    replica = checked.replicas[0]
+    await checked.check(None)  # type: ignore[arg-type]
+    positions.standby = False  # promoted: replay stays at 100, its own WAL moves on
+    for step in range(1, 11):
+        clock.now = 1000.0 + step * 0.5
+        positions.primary = 100 + step * 10
+        await checked.check(None)  # type: ignore[arg-type]
+        assert replica.lag_seconds == 0.0
+    assert checked.choose(None) is None
+    assert replica.skips["not_standby"] == 1

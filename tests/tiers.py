@@ -33,8 +33,10 @@ TIERS: dict[str, frozenset[str]] = {
             "test_log_stream",
             "test_multiprocess_auth",
             "test_pgbouncer",
+            "test_pgbouncer_outage",
             "test_query_psql",
             "test_readme",
+            "test_reads_through_outage",
             "test_replica_cache",
             "test_replica_lag",
             "test_replicas",
@@ -49,7 +51,7 @@ TIERS: dict[str, frozenset[str]] = {
         }
     ),
     "browser": frozenset({"test_console_browser"}),
-    "cluster": frozenset(),
+    "cluster": frozenset({"test_ha_cluster"}),
     "slow": frozenset(
         {
             "test_move_race",

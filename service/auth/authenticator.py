@@ -274,11 +274,15 @@ class Authenticator:
     async def _look_up(self, digest: bytes, bucket: str) -> KeyCredentials | None:
         generation = self.cache.generation
         state = await self.limiter.peek(bucket, self.limiter.default)
+
+        async def lookup(conn: asyncpg.Connection) -> KeyCredentials | None:
+            return await self.keys.get_api_key_for_auth(conn, digest)
+
         if state.allowed:
-            creds = await self.db.run(lambda c: self.keys.get_api_key_for_auth(c, digest))
+            creds = await self.db.read_primary_first(lookup)
         else:
             async with self._suspect_lookups:
-                creds = await self.db.run(lambda c: self.keys.get_api_key_for_auth(c, digest))
+                creds = await self.db.read_primary_first(lookup)
         if creds is not None:
             self.cache.put(digest, creds, generation)
         return creds

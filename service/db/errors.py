@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import asyncpg
+from asyncpg.exceptions import _base as asyncpg_base
 
 from service.base.errors import FieldError, ServiceError
 
@@ -52,14 +53,43 @@ _UNAVAILABLE = (
     # or no host of a multi-host DATABASE_URL is the primary yet: retry shortly.
     asyncpg.ReadOnlySQLTransactionError,
     asyncpg.TargetServerAttributeNotMatched,
+    # A row lock held past DB_LOCK_TIMEOUT_MS: the writer gives its connection back.
+    asyncpg.LockNotAvailableError,
 )
 
 
-def is_unavailable(exc: BaseException) -> bool:
-    """Errors meaning the database is unreachable or overloaded: answer 503, retry later."""
+# Interface errors raised before anything is sent, about the values given: the
+# connection is as good as before.
+_INPUT_ERRORS = (
+    asyncpg_base.DataError,
+    asyncpg_base.ClientConfigurationError,
+    asyncpg_base.UnsupportedClientFeatureError,
+)
+
+
+def leaves_connection_broken(exc: BaseException) -> bool:
+    """Errors after which a connection's protocol state is unknown: an unsolicited
+    ErrorResponse (PgBouncer writes one to an idle client connection when its server
+    goes away) leaves asyncpg waiting for a ReadyForQuery that never comes, so every
+    later statement fails with InternalClientError; a timeout leaves a statement in
+    flight; a closed socket is gone. Such a connection is terminated, never pooled
+    again (service/db/pool.py), and the request answers 503."""
     if isinstance(exc, asyncpg.InterfaceError):
-        return "closed" in str(exc)
-    return isinstance(exc, _UNAVAILABLE)
+        return not isinstance(exc, _INPUT_ERRORS)
+    return isinstance(
+        exc,
+        asyncpg.InternalClientError
+        | asyncpg.PostgresConnectionError
+        | ConnectionError
+        | OSError
+        | TimeoutError,
+    )
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Errors meaning the database is unreachable or overloaded, or the connection is
+    broken: answer 503, retry later."""
+    return leaves_connection_broken(exc) or isinstance(exc, _UNAVAILABLE)
 
 
 def service_unavailable() -> ServiceError:

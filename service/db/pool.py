@@ -14,103 +14,52 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager, suppress
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager, suppress
 from typing import Any, Literal, TypeVar, cast
 
 import asyncpg
-import orjson
 from asyncpg.transaction import Transaction
 
 from service.base.errors import RetryTransaction
+from service.db.connections import (
+    command_timeout,
+    connect,
+    create_pool,
+    init_connection,
+    keep_session,
+    server_settings,
+)
 from service.db.consistency import primary_only, required_position
-from service.db.errors import is_unavailable, service_unavailable
+from service.db.errors import is_unavailable, leaves_connection_broken, service_unavailable
 from service.db.held import HeldTransaction, current_hold
+from service.db.probe import Probe
 from service.db.queries import Queries
 from service.db.replicas import Replica, ReplicaSet
 from service.db.replication import ReplicationRepository
+from service.db.sockets import detect_dead_server
 from service.settings.options import Settings
 
+# Connections are made in service/db/connections.py; callers find them here too.
+__all__ = [
+    "Database",
+    "command_timeout",
+    "connect",
+    "create_pool",
+    "init_connection",
+    "keep_session",
+    "server_settings",
+]
 T = TypeVar("T")
 Connection = asyncpg.Connection
 _RETRYABLE = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError, RetryTransaction)
 MAX_TRANSACTION_ATTEMPTS = 8
 Isolation = Literal["read_committed", "repeatable_read", "serializable"]
-COMMAND_TIMEOUT_MARGIN_SECONDS = 2.0
 
 
 async def _backoff(attempt: int) -> None:
     await asyncio.sleep(random.uniform(0.002, 0.01) * attempt)  # noqa: S311
-
-
-def _encode_json(value: Any) -> str:
-    return orjson.dumps(value).decode()
-
-
-async def init_connection(conn: asyncpg.Connection) -> None:
-    for typename in ("json", "jsonb"):
-        await conn.set_type_codec(
-            typename, encoder=_encode_json, decoder=orjson.loads, schema="pg_catalog"
-        )
-
-
-async def connect(dsn: str, **kwargs: Any) -> asyncpg.Connection:
-    """A single connection with the service's codecs (migrations, CLI, tests)."""
-    conn: asyncpg.Connection = await asyncpg.connect(dsn, **kwargs)
-    await init_connection(conn)
-    return conn
-
-
-def command_timeout(settings: Settings) -> float | None:
-    """The client's own bound on a statement, a little past the server's statement
-    timeout: a database that stops answering without closing the connection (a network
-    partition, a frozen host) still ends in a 503, never a hung request."""
-    if settings.db_statement_timeout_ms <= 0:
-        return None
-    return settings.db_statement_timeout_ms / 1000 + COMMAND_TIMEOUT_MARGIN_SECONDS
-
-
-async def keep_session(conn: asyncpg.Connection) -> None:
-    """The pool's reset on release: nothing beyond the rollback of an unfinished
-    transaction that asyncpg always does. The default reset costs a round trip per
-    request (advisory unlock, CLOSE ALL, UNLISTEN, RESET ALL) for state the service never
-    leaves on a pooled connection: its locks and settings are transaction-scoped
-    (pg_advisory_xact_lock, set_config(..., true)), it opens no cursors, and it LISTENs
-    on dedicated connections only. tests/test_pool_session.py keeps the SQL that way."""
-
-
-def server_settings(settings: Settings) -> dict[str, str]:
-    """Session settings sent when connecting. PgBouncer refuses startup parameters it
-    does not know, so through it only application_name is sent: set the others on the
-    role (ALTER ROLE ... SET statement_timeout = ..., docs/scaling.md)."""
-    if settings.database_pgbouncer:
-        return {"application_name": "tenant-service"}
-    return {
-        "application_name": "tenant-service",
-        "statement_timeout": str(settings.db_statement_timeout_ms),
-        "idle_in_transaction_session_timeout": "60000",
-        # Tree queries are short; JIT compilation would only add latency.
-        "jit": "off",
-    }
-
-
-async def create_pool(settings: Settings, dsn: str, *, min_size: int | None = None) -> asyncpg.Pool:
-    pool = await asyncpg.create_pool(
-        dsn,
-        min_size=settings.db_pool_min_size if min_size is None else min_size,
-        max_size=settings.db_pool_max_size,
-        init=init_connection,
-        reset=keep_session,
-        statement_cache_size=settings.database_statement_cache_size,
-        max_inactive_connection_lifetime=300,
-        command_timeout=command_timeout(settings),
-        # A host that does not answer (a dead primary of several) must not hold a
-        # request for asyncpg's default minute.
-        timeout=settings.db_acquire_timeout_seconds,
-        server_settings=server_settings(settings),
-    )
-    assert pool is not None
-    return pool
 
 
 class Database:
@@ -121,6 +70,10 @@ class Database:
         self._positions = ReplicationRepository(queries or Queries.load())
         self.acquire_timeout = settings.db_acquire_timeout_seconds
         self._pool: asyncpg.Pool | None = None
+        self._dsn: str | None = None
+        self._primary_down_until = 0.0
+        # /ready's own connection: readiness never waits for a pooled one.
+        self.probe = Probe(self._probe_connection, settings.db_acquire_timeout_seconds)
         self.replicas = ReplicaSet(
             settings.database_replica_urls,
             max_lag_seconds=settings.database_replica_max_lag_seconds,
@@ -140,10 +93,24 @@ class Database:
         return self._pool is not None
 
     async def open(self, dsn: str) -> None:
+        self._dsn = dsn
         self._pool = await create_pool(self.settings, dsn)
         await self.replicas.start(self._pool)
 
+    async def _probe_connection(self) -> asyncpg.Connection:
+        assert self._dsn is not None
+        settings = self.settings
+        conn: asyncpg.Connection = await asyncpg.connect(
+            self._dsn,
+            timeout=settings.db_acquire_timeout_seconds,
+            statement_cache_size=0,
+            server_settings=server_settings(settings),
+        )
+        detect_dead_server(conn, settings.db_dead_connection_seconds)
+        return conn
+
     async def close(self) -> None:
+        await self.probe.close()
         await self.replicas.stop()
         if self._pool is not None:
             pool, self._pool = self._pool, None
@@ -168,7 +135,8 @@ class Database:
             return
         conn = await self._acquire()
         try:
-            yield conn
+            with discarding_broken(conn):
+                yield conn
         finally:
             await self._release(conn)
 
@@ -183,6 +151,47 @@ class Database:
         on and the read runs again on the primary."""
         result, _ = await self._read(fn, positioned=False)
         return result
+
+    async def primary_unless_down(
+        self, fn: Callable[[asyncpg.Connection], Awaitable[T]]
+    ) -> tuple[T] | None:
+        """(fn(conn),) on the primary; or None when, with replicas configured, the
+        primary cannot be reached (then it is not tried again for a replica check
+        interval, so a vanished host is not waited for on every read)."""
+        if self.replicas and time.monotonic() < self._primary_down_until:
+            return None
+        try:
+            return (await self.run(fn),)
+        except Exception as exc:
+            if not self.replicas or not is_unavailable(exc) or current_hold() is not None:
+                raise
+            self._primary_down_until = time.monotonic() + self.replicas.check_seconds
+            return None
+
+    async def read_primary_first(self, fn: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        """fn(conn) on the primary, or, while the primary cannot be reached, on a usable
+        replica (for lookups that want the primary's answer, such as an API key, but
+        whose replica answer is as fresh as DATABASE_REPLICA_MAX_LAG_SECONDS while the
+        primary takes no writes anyway)."""
+        answered = await self.primary_unless_down(fn)
+        if answered is not None:
+            return answered[0]
+        taken = await self._replica_connection()
+        if taken is None:
+            raise service_unavailable()
+        replica, pool, conn = taken
+        try:
+            try:
+                with discarding_broken(conn):
+                    return await fn(conn)
+            finally:
+                await _give_back(pool, conn)
+        except Exception as exc:
+            if not _replica_trouble(exc):
+                raise
+            if not _recovery_conflict(exc):
+                await self.replicas.failed_read(replica, exc)
+            raise service_unavailable() from exc
 
     async def read_replayed(
         self, fn: Callable[[asyncpg.Connection], Awaitable[T]]
@@ -200,8 +209,11 @@ class Database:
             replica, pool, conn = taken
             try:
                 try:
-                    replayed = await self._positions.replayed_position(conn) if positioned else 0
-                    return await fn(conn), replayed
+                    with discarding_broken(conn):
+                        replayed = 0
+                        if positioned:
+                            replayed = await self._positions.replayed_position(conn)
+                        return await fn(conn), replayed
                 finally:
                     await _give_back(pool, conn)
             except Exception as exc:
@@ -223,7 +235,8 @@ class Database:
         replica, pool, conn = taken
         try:
             try:
-                yield conn
+                with discarding_broken(conn):
+                    yield conn
             finally:
                 await _give_back(pool, conn)
         except Exception as exc:
@@ -302,6 +315,7 @@ class Database:
                 await held.on_begin(conn)
                 result = await fn(conn)
             except BaseException as exc:
+                discard_if_broken(conn, exc)
                 await asyncio.shield(self._abandon(conn, transaction))
                 if not isinstance(exc, _RETRYABLE) or attempt == MAX_TRANSACTION_ATTEMPTS:
                     raise
@@ -317,8 +331,9 @@ class Database:
         """A later transaction of a request that holds one: a savepoint inside it."""
         for attempt in range(1, MAX_TRANSACTION_ATTEMPTS + 1):
             try:
-                async with conn.transaction():
-                    return await fn(conn)
+                with discarding_broken(conn):
+                    async with conn.transaction():
+                        return await fn(conn)
             except _RETRYABLE:
                 if attempt == MAX_TRANSACTION_ATTEMPTS:
                     raise
@@ -342,7 +357,8 @@ class Database:
         try:
             await before_commit(conn)
             await transaction.commit()
-        except BaseException:
+        except BaseException as exc:
+            discard_if_broken(conn, exc)
             await asyncio.shield(self._abandon(conn, transaction))
             raise
         await self._release(conn)
@@ -356,6 +372,23 @@ class Database:
             pass
         finally:
             await self._release(conn)
+
+
+def discard_if_broken(conn: asyncpg.Connection, exc: BaseException) -> None:
+    """Terminate a connection an error has left in an unknown protocol state, so the
+    pool opens a fresh one instead of handing it to the next request."""
+    if leaves_connection_broken(exc) and not conn.is_closed():
+        conn.terminate()
+
+
+@contextmanager
+def discarding_broken(conn: asyncpg.Connection) -> Iterator[None]:
+    """Every use of a connection runs inside this: what breaks it, discards it."""
+    try:
+        yield
+    except BaseException as exc:
+        discard_if_broken(conn, exc)
+        raise
 
 
 async def _give_back(pool: asyncpg.Pool, conn: asyncpg.Connection) -> None:

@@ -145,7 +145,11 @@ class ReplicaSet:
             await self._close(replica)
             return
         replica.backoff = BACKOFF_START_SECONDS
-        if sampled:
+        if not replica.standby:
+            # Promoted (or split off): it lags nothing, and its replay position stays
+            # where recovery ended, which would read as a lag growing forever.
+            replica.lag_seconds, replica.missing = 0.0, None
+        elif sampled:
             replica.lag_seconds = self._lag(replica, now)
 
     def _lag(self, replica: Replica, now: float) -> float:
@@ -191,6 +195,10 @@ class ReplicaSet:
                 return replica
             replica.skips[reason] += 1
         return None
+
+    def usable(self) -> bool:
+        """Whether some replica may serve a read without a token now (readiness)."""
+        return any(self._unusable(r, None) is None for r in self.replicas)
 
     def _unusable(self, replica: Replica, required: int | None) -> str | None:
         if replica.pool is None:

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import asyncpg
 from aiohttp import web
 
 from service.http.appkeys import DATABASE, MIGRATION_HEAD, REPOSITORIES
 from service.http.responses import json_response
 from service.http.routing import Api
-from service.views.probes import Health, Index, Readiness
+from service.views.probes import Health, Index, Readiness, ReadReadiness
 
 api = Api("operations")
+PRIMARY_GLANCE_SECONDS = 0.5
 
 # GET / answers where to go: a person lands on the console, a program on the OpenAPI
 # document (docs/decisions/runtime.md, "First contact").
@@ -36,27 +40,68 @@ async def health(request: web.Request) -> web.Response:
 
 
 @api.route(
-    "GET", "/ready", summary="Readiness: database reachable and migrated", public=True,
-    response=Readiness, errors=("SERVICE_UNAVAILABLE",),
+    "GET", "/ready", summary="Readiness for writes: the primary reachable and migrated",
+    public=True, response=Readiness, errors=("SERVICE_UNAVAILABLE",),
     extra={"responses": {503: Readiness}, "headers": {503: ("Retry-After",)}},
 )  # fmt: skip
 async def ready(request: web.Request) -> web.Response:
-    repos = request.app[REPOSITORIES]
-    expected = request.app[MIGRATION_HEAD]
-    try:
-        async with request.app[DATABASE].connection() as conn:
-            await repos.health.ping(conn)
-            applied = await repos.migrations.latest_migration_version(conn)
-    except Exception:
+    state, applied = await _primary_state(request)
+    if state == "unreachable":
         return json_response(
             {"status": "unavailable", "database": "unreachable"},
             status=503,
             headers={"Retry-After": "1"},
         )
-    if applied is None or applied < expected:
+    if state == "migrations pending":
         return json_response(
             {"status": "unavailable", "database": "migrations pending"},
             status=503,
             headers={"Retry-After": "5"},
         )
     return json_response({"status": "ok", "database": "ok", "migration": applied})
+
+
+@api.route(
+    "GET", "/ready/reads",
+    summary="Readiness for reads: the primary, or else a usable replica, answers reads",
+    public=True, response=ReadReadiness, errors=("SERVICE_UNAVAILABLE",),
+    extra={"responses": {503: ReadReadiness}, "headers": {503: ("Retry-After",)}},
+)  # fmt: skip
+async def ready_for_reads(request: web.Request) -> web.Response:
+    # With a replica to answer reads, the primary gets a short look only: a balancer's
+    # check must not time out while PgBouncer queues the probe for a primary that is away.
+    usable_replica = request.app[DATABASE].replicas.usable()
+    state, _ = await _primary_state(request, PRIMARY_GLANCE_SECONDS if usable_replica else None)
+    writes = "ok" if state == "ok" else "unavailable"
+    if state == "ok":
+        reads = "primary"
+    elif usable_replica:
+        reads = "replica"  # reads without a consistency token go on during the outage
+    else:
+        return json_response(
+            {"status": "unavailable", "reads": "unavailable", "writes": writes},
+            status=503,
+            headers={"Retry-After": "1"},
+        )
+    return json_response({"status": "ok", "reads": reads, "writes": writes})
+
+
+async def _primary_state(
+    request: web.Request, within: float | None = None
+) -> tuple[str, int | None]:
+    """("ok" | "unreachable" | "migrations pending", the latest migration applied).
+    On the readiness probe's own connection: a busy pool is not an unready database."""
+    repos = request.app[REPOSITORIES]
+    expected = request.app[MIGRATION_HEAD]
+
+    async def check(conn: asyncpg.Connection) -> int | None:
+        await repos.health.ping(conn)
+        return await repos.migrations.latest_migration_version(conn)
+
+    try:
+        applied = await asyncio.wait_for(request.app[DATABASE].probe.run(check), within)
+    except Exception:
+        return "unreachable", None
+    if applied is None or applied < expected:
+        return "migrations pending", applied
+    return "ok", applied

@@ -49,4 +49,7 @@ def database_settings(reader: EnvironmentReader) -> dict[str, object]:
         "database_listen_url": listen_url,
         "database_pgbouncer": pgbouncer,
         "database_statement_cache_size": cache,
+        "db_lock_timeout_ms": reader.integer("DB_LOCK_TIMEOUT_MS", 2000, 0, 3_600_000),
+        "db_writes_per_resource": reader.integer("DB_WRITES_PER_RESOURCE", 2, 1, 1000),
+        "db_dead_connection_seconds": reader.number("DB_DEAD_CONNECTION_SECONDS", 10.0, 0, 3600),
     }

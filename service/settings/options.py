@@ -123,6 +123,16 @@ class Settings:
     database_listen_url: str | None = None
     database_pgbouncer: bool = False
     database_statement_cache_size: int = DEFAULT_STATEMENT_CACHE_SIZE
+    # A statement waits this long for a row lock, then the request answers 503: shorter
+    # than the acquire timeout, so writes queued on one locked row give their pooled
+    # connections back before other requests time out waiting for one (0: no limit).
+    db_lock_timeout_ms: int = 2000
+    # Writes to one resource (the id in the path) at once per process; more wait outside
+    # the pool up to DB_ACQUIRE_TIMEOUT_SECONDS, then 503 (service/http/bulkheads.py).
+    db_writes_per_resource: int = 2
+    # TCP keepalives and TCP_USER_TIMEOUT on database connections: a server host that
+    # vanished without closing them is given up on within about this long (0: off).
+    db_dead_connection_seconds: float = 10.0
 
     @property
     def direct_database_url(self) -> str | None:

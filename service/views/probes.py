@@ -17,6 +17,14 @@ class Readiness(View):
     migration: int | None = None
 
 
+class ReadReadiness(View):
+    """GET /ready/reads: whether reads are answered, and by what; writes as /ready."""
+
+    status: Literal["ok", "unavailable"]
+    reads: Literal["primary", "replica", "unavailable"]
+    writes: Literal["ok", "unavailable"]
+
+
 class Index(View):
     """GET /: where to go from here."""
 

@@ -86,3 +86,30 @@ def _reset(writer: asyncio.StreamWriter) -> None:
         # Linger on, timeout zero: close() sends RST instead of FIN.
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     writer.transport.abort()
+
+
+class InjectingProxy(TcpProxy):
+    """A proxy that can write a PostgreSQL ErrorResponse to every client connection while
+    it is idle and keep it open: what PgBouncer does to its idle clients when their
+    server goes away in a switchover, before it closes them."""
+
+    def __init__(self, opener: Any) -> None:
+        super().__init__(opener=opener)
+        self.clients: set[asyncio.StreamWriter] = set()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.clients.add(writer)
+        await super()._accept(reader, writer)
+
+    def inject_error(self, message: str = "server conn crashed?") -> int:
+        """Write a FATAL ErrorResponse to each open client connection; how many."""
+        fields = b"SFATAL\0VFATAL\0C08P01\0M" + message.encode() + b"\0\0"
+        packet = b"E" + struct.pack("!I", len(fields) + 4) + fields
+        sent = 0
+        for writer in list(self.clients):
+            if writer.is_closing():
+                self.clients.discard(writer)
+                continue
+            writer.write(packet)
+            sent += 1
+        return sent

@@ -30,9 +30,16 @@ def version() -> str:
 
 
 class PgBouncer:
-    def __init__(self, server_port: int, *, pool_size: int = 4) -> None:
+    def __init__(
+        self,
+        server_port: int,
+        *,
+        pool_size: int = 4,
+        settings: dict[str, str] | None = None,
+        port: int | None = None,
+    ) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="tsvc-pgbouncer-"))
-        self.port = free_port()
+        self.port = port or free_port()
         (self.folder / "users.txt").write_text('"postgres" ""\n')
         (self.folder / "pgbouncer.ini").write_text(
             "[databases]\n"
@@ -48,6 +55,7 @@ class PgBouncer:
             # asyncpg sends no other startup parameter when DATABASE_PGBOUNCER is set.
             "ignore_startup_parameters = extra_float_digits\n"
             f"logfile = {self.folder / 'pgbouncer.log'}\n"
+            + "".join(f"{name} = {value}\n" for name, value in (settings or {}).items())
         )
         if os.geteuid() == 0:
             for path in (self.folder, *self.folder.iterdir()):

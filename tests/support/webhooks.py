@@ -90,7 +90,7 @@ class Receiver:
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, 0)
+        site = web.TCPSite(self._runner, self.host, self.port)  # 0: any free port
         await site.start()
         server = site._server
         assert isinstance(server, asyncio.base_events.Server)

@@ -5,7 +5,8 @@ The replica's read comes with the position it had replayed before the read's sna
 When a heard change touching the tenant lies past that position, or the replica did not
 find the tenant (it may not have replayed its creation, which is not announced), the
 primary answers instead and its answer is the one served and cached. So a lagging
-replica costs a second read of the few tenants that changed, never a stale answer.
+replica costs a second read of the few tenants that changed, never a stale answer;
+while the primary cannot be reached, the replica's answer stands.
 """
 
 from __future__ import annotations
@@ -42,5 +43,9 @@ async def fill_read(
         return found, None
     path = None if found is None else found.ancestry_path
     if found is None or cache.behind(kind, tenant_id, path, replayed):
-        return await db.run(fn), None
+        answered = await db.primary_unless_down(fn)
+        if answered is not None:
+            return answered[0], None
+        # The primary is down, so nothing is being changed: the replica's answer is as
+        # fresh as its lag (a read without a token may be that old).
     return found, replayed
