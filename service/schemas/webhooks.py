@@ -32,6 +32,8 @@ EventType = Literal[
     # another endpoint was disabled for failing (issue 21)
     "webhook.disabled",
 ]
+# Sent on request by POST /api/v1/webhooks/{id}/test; not an event one subscribes to.
+TEST_EVENT = "webhook.test"
 DeliveryStatus = Literal["pending", "success", "failed"]
 MAX_DESCRIPTION = 1000
 
