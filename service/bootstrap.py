@@ -70,9 +70,15 @@ async def bootstrap_admin_key(
             scopes=["read", "write", "admin"],
             environment=default_environment(settings.is_production, settings.api_key_environments),
             rate_limit_max=limit,
-            rate_limit_window="1 minute" if window == 60 else f"{window} seconds",
+            rate_limit_window=_window_text(window),
             rate_limit_window_seconds=window,
         )
+
+
+def _window_text(seconds: int) -> str:
+    if seconds == 60:
+        return "1 minute"
+    return f"{seconds} second{'' if seconds == 1 else 's'}"
 
 
 def show_key_once(issued: IssuedKey, data_dir: Path, port: int) -> None:

@@ -33,6 +33,7 @@ from aiohttp import web
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.errors import Flaky
 from schemathesis.checks import not_a_server_error
+from schemathesis.config import SchemathesisConfig
 from schemathesis.generation import GenerationMode
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -161,7 +162,8 @@ def _document() -> dict[str, Any]:
 
 
 DOCUMENT = _document()
-schema = schemathesis.openapi.from_dict(DOCUMENT)
+# Its own configuration, not the repository's schemathesis.toml (for runs by hand).
+schema = schemathesis.openapi.from_dict(DOCUMENT, config=SchemathesisConfig())
 schema.config.generation.update(max_examples=EXAMPLES_PER_OPERATION)
 
 
@@ -205,7 +207,7 @@ def test_the_links_lead_to_working_calls(live: Live) -> None:
     on, so Hypothesis cannot replay a chain exactly (it reports that as Flaky, which the
     schemathesis runner also treats as the end of the phase, not as a failure).
     """
-    linked = schemathesis.openapi.from_dict(DOCUMENT)
+    linked = schemathesis.openapi.from_dict(DOCUMENT, config=SchemathesisConfig())
     # Valid requests only (with the same rules on refusals): chains need creates to succeed.
     linked.config.generation.update(
         modes=[GenerationMode.POSITIVE], allow_x00=False, with_security_parameters=False
