@@ -3,8 +3,8 @@
 // ids only; the credential is never part of a URL.
 
 import {
-  clearCredential, get, identityLabel, loadCredential, onThrottled, onUnauthorized, post,
-  remember, saveCredential,
+  clearCredential, get, identityLabel, keep, leavePage, loadCredential, onThrottled,
+  onUnauthorized, post, remember, saveCredential,
 } from "./api.js";
 import { auditPage } from "./audit.js";
 import { contextPage } from "./context.js";
@@ -34,7 +34,7 @@ function signInView(reason) {
         saveCredential(value);
         input.value = "";
         try {
-          await get("/tenants", { limit: 1 });
+          await keep("/tenants", { limit: 1 });
         } catch (err) {
           // 403 still proves the credential: the key just cannot list tenants.
           if (err.status === 401 || err.status === 0) {
@@ -107,6 +107,7 @@ const usable = (section, scopes) => section.needs.every((scope) => scopes.includ
 
 async function route() {
   if (!app) return;
+  leavePage();
   const hash = window.location.hash || "#/";
   const parts = hash.slice(1).split("/").filter(Boolean);
   const section = parts[0] === "webhooks" || parts[0] === "audit" ? `#/${parts[0]}` : "#/";
@@ -209,7 +210,7 @@ async function start() {
     notices.element,
     h("div.layout", {}, h("aside.sidebar", {}, tree.element), view));
   try {
-    const { data: me } = await get("/me");
+    const { data: me } = await keep("/me");
     app.me = me;
     app.scopes = me.scopes;
     identity.textContent = identityText(me, credential);
