@@ -106,7 +106,9 @@ const SECTIONS = [
 const usable = (section, scopes) => section.needs.every((scope) => scopes.includes(scope));
 
 async function route() {
-  if (!app) return;
+  // Until start() knows the credential's scopes it routes nothing: it routes once, to
+  // the hash of that moment, so a page is never drawn twice or with the wrong scopes.
+  if (!app || !app.started) return;
   leavePage();
   const hash = window.location.hash || "#/";
   const parts = hash.slice(1).split("/").filter(Boolean);
@@ -195,7 +197,7 @@ async function start() {
   const identity = h("span.identity", { id: "identity" }, identityText(null, credential));
   const view = h("main.view", { tabindex: "-1", id: "view" });
   app = {
-    tree, nav, view, notify, scopes: null, me: null,
+    tree, nav, view, notify, scopes: null, me: null, started: false,
     navigate(hash) {
       if (window.location.hash === hash) route();
       else window.location.hash = hash;
@@ -221,7 +223,10 @@ async function start() {
   }
   fill(nav, SECTIONS.filter((s) => !app.scopes || usable(s, app.scopes))
     .map((s) => h("a", { href: s.hash }, s.label)));
-  tree.reload().then(route);
+  tree.reload().then(() => {
+    app.started = true;
+    return route();
+  });
 }
 
 onUnauthorized((err) => app && signOut(`Signed out: the service refused the credential (${err.code}).`));
