@@ -60,7 +60,7 @@ bench-tools: ## install wrk for the benchmarks when possible
 		&& DEBIAN_FRONTEND=noninteractive timeout 180 apt-get install -y -qq wrk >/dev/null 2>&1; } \
 		|| echo "wrk is not installed: the Python load generator will be used (lower ceilings)"
 
-bench: install bench-tools ## the benchmark suite at 100,000 tenants (about 3 minutes)
+bench: install bench-tools ## the benchmark suite at 100,000 tenants (about 2.5 minutes)
 	$(BIN)/python -m bench run --quick $(BENCH_ARGS)
 
 bench-full: install bench-tools ## the benchmark suite at 1,000,000 tenants

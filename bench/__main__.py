@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 import time
 from collections.abc import Sequence
@@ -31,7 +32,9 @@ from bench.seed import seed_database
 from bench.shapes import SeedPlan
 from bench.sqlcompare import format_table
 
-RESULTS_DIR = Path("bench/results")
+# Ignored by git: a run leaves the tree clean; --output-json bench/results/NAME.json keeps
+# a run worth committing.
+RESULTS_DIR = Path(".data/bench-results")
 PLOTS_DIR = Path("docs/performance")
 PROFILES = {
     # tenants, seconds per load, warm-up seconds, sequential samples, creates, batches
@@ -128,7 +131,7 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--output-json",
         type=Path,
-        help="where to write the results (default bench/results/<mode>-<timestamp>.json)",
+        help="where to write the results (default .data/bench-results/<mode>-<timestamp>.json)",
     )
 
 
@@ -181,7 +184,21 @@ def _run(args: argparse.Namespace) -> int:
         print()
         print(format_table(result.sql))
     print(f"\nresults: {output}")
+    if options.database_url is None:
+        print(
+            f"database: the embedded PostgreSQL's files in {options.data_dir} "
+            f"({_megabytes(options.data_dir):,.0f} MB; a later run starts it again); "
+            f"remove them with: rm -rf {options.data_dir}"
+        )
     return 0
+
+
+def _megabytes(folder: Path) -> float:
+    total = 0
+    for path in folder.rglob("*"):
+        with contextlib.suppress(OSError):  # a file the server removed meanwhile
+            total += path.stat().st_size if path.is_file() else 0
+    return total / 1e6
 
 
 def _seed(args: argparse.Namespace) -> int:

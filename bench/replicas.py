@@ -13,7 +13,7 @@ rounds). Then replay is paused on the standby and the replica process is watched
 it falls behind: reads go on answering, a consistency token newer than the replica goes
 to the primary, the lag metric grows, and past DATABASE_REPLICA_MAX_LAG_SECONDS the
 replica is skipped; after resuming, the time until it is used again. Writes
-bench/results/replicas/replicas-<time>.json.
+.data/bench-results/replicas/replicas-<time>.json (ignored by git).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from tests.support.cluster import Cluster, find_binaries
 from tests.support.databases import create_database, create_template, with_database
 
 # A folder of its own: bench/results/*.json are the suite's RunResult files.
-RESULTS_DIR = Path("bench/results/replicas")
+RESULTS_DIR = Path(".data/bench-results/replicas")  # ignored by git
 # tenant_service_db_replica_skips_total{reason="lagging",replica="h:p/db"} 3.0
 SERIES = re.compile(
     r"^tenant_service_db_replica_(?P<name>\w+)\{(?:reason=\"(?P<reason>\w+)\",)?"

@@ -25,7 +25,7 @@ from service.db.pool import connect
 from service.db.queries import Queries
 from service.observability.logs import configure_logging, get_logger
 from service.repositories.registry import Repositories
-from service.settings.options import ConfigError, Settings
+from service.settings.options import ConfigError, Settings, listen_address
 from service.usecases.common.recording import ChangeRecorder
 from service.usecases.keys.issuing import IssuedKey, issue_api_key
 from service.views.base import encode
@@ -42,10 +42,14 @@ def _read_dotenv(path: Path = Path(".env")) -> dict[str, str]:
     return {k: v for k, v in dotenv_values(path).items() if v is not None}
 
 
-def load_settings() -> Settings:
+def settings_env() -> dict[str, str]:
     import os
 
-    env = {**_read_dotenv(), **os.environ}
+    return {**_read_dotenv(), **os.environ}
+
+
+def load_settings() -> Settings:
+    env = settings_env()
     try:
         return Settings.from_env(env)
     except ConfigError as exc:
@@ -73,8 +77,19 @@ def database(settings: Settings) -> Iterator[Settings]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from service.server import PortUnavailable, check_port, serve
+    from service.server import PortUnavailable, bind, check_port, serve
 
+    address = listen_address(settings_env())
+    if address is not None and args.worker_of is None:
+        # A taken port is found before the settings write DATA_DIR/secrets.json.
+        host, port, workers = address
+        host = host if args.host is None else args.host
+        port = port if args.port is None else args.port
+        try:
+            bind(host, port, reuse_port=(args.workers or workers) > 1).close()
+        except PortUnavailable as exc:
+            sys.stderr.write(f"tenant-service: {exc}\n")
+            return 1
     settings = load_settings()
     if args.port is not None:
         settings = replace(settings, port=args.port)

@@ -11,6 +11,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TypeVar
 from uuid import UUID
 
@@ -70,6 +71,51 @@ def unreachable_database(exc: BaseException) -> str | None:
 class KeyUseCases:
     commands: ApiKeyCommands
     queries: ApiKeyQueries
+    deps: Deps
+
+    async def key_id(self, text: str) -> UUID:
+        """A key named by its id or by the prefix `api-keys list` shows (sk_test_AbCd)."""
+        try:
+            return UUID(text)
+        except ValueError:
+            pass
+        found: list[UUID] = []
+        cursor: UUID | None = None
+        while True:
+            query = ListApiKeysQuery(include_revoked=True, cursor=cursor, limit=100)
+            page = await self.queries.list_page(SYSTEM, query)
+            found += [k.key.id for k in page.items if k.key.prefix == text]
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        if not found:
+            raise ServiceError("API_KEY_NOT_FOUND", f"no API key has the id or prefix {text!r}")
+        if len(found) > 1:
+            raise ServiceError(
+                "VALIDATION_ERROR",
+                f"{len(found)} keys have the prefix {text!r}: name one by its id "
+                f"({', '.join(str(k) for k in found)})",
+            )
+        return found[0]
+
+    async def tenant_id(self, text: str | None) -> UUID | None:
+        """A tenant named by its id or its slug."""
+        if text is None:
+            return None
+        try:
+            return UUID(text)
+        except ValueError:
+            pass
+        tenants = self.deps.repos.tenants
+        tenant = await self.deps.db.read(lambda c: tenants.get_tenant_by_slug(c, text))
+        if tenant is None:
+            raise ServiceError("TENANT_NOT_FOUND", f"no tenant has the id or slug {text!r}")
+        return tenant.id
+
+    async def slugs(self, ids: set[UUID]) -> dict[UUID, str]:
+        tenants = self.deps.repos.tenants
+        found = await self.deps.db.read(lambda c: tenants.get_tenants_by_ids(c, list(ids)))
+        return {tenant_id: tenant.slug for tenant_id, tenant in found.items()}
 
 
 @asynccontextmanager
@@ -88,7 +134,7 @@ async def key_use_cases(settings: Settings, dsn: str) -> AsyncIterator[KeyUseCas
         keyring = KeyRing(Encryptor(settings.encryption_key, settings.encryption_keys_previous))
         recorder = ChangeRecorder(repos.outbox, webhook_max_attempts=settings.webhook_max_attempts)
         deps = Deps(settings, database, repos, recorder, keyring)
-        yield KeyUseCases(ApiKeyCommands(deps, KeyCache()), ApiKeyQueries(deps))
+        yield KeyUseCases(ApiKeyCommands(deps, KeyCache()), ApiKeyQueries(deps), deps)
     finally:
         await database.close()
 
@@ -108,12 +154,13 @@ def run_keys(settings: Settings, dsn: str, work: Callable[[KeyUseCases], Awaitab
 
 
 def list_keys(settings: Settings, dsn: str, args: argparse.Namespace) -> int:
-    async def work(cases: KeyUseCases) -> list[ApiKey]:
+    async def work(cases: KeyUseCases) -> tuple[list[ApiKey], dict[UUID, str]]:
         found: list[ApiKey] = []
         cursor: UUID | None = None
+        tenant_id = await cases.tenant_id(args.tenant_id)
         while True:
             query = ListApiKeysQuery(
-                tenant_id=args.tenant_id,
+                tenant_id=tenant_id,
                 include_revoked=args.include_revoked,
                 cursor=cursor,
                 limit=100,
@@ -121,42 +168,54 @@ def list_keys(settings: Settings, dsn: str, args: argparse.Namespace) -> int:
             page = await cases.queries.list_page(SYSTEM, query)
             found += [ApiKey.of(k) for k in page.items]
             if page.next_cursor is None:
-                return found
+                break
             cursor = page.next_cursor
+        # Newest first, as the help says (pages come in id order, oldest first).
+        found.sort(key=lambda k: (k.created_at, str(k.id)), reverse=True)
+        return found, await cases.slugs({k.tenant_id for k in found if k.tenant_id})
 
-    keys = run_keys(settings, dsn, work)
-    if keys is None:
+    listed = run_keys(settings, dsn, work)
+    if listed is None:
         return 1
+    keys, slugs = listed
     if args.json:
         sys.stdout.write(encode(keys).decode() + "\n")
         return 0
     for key in keys:
         last_used = key.last_used_at or "never"
+        tenant = "-" if key.tenant_id is None else slugs.get(key.tenant_id, str(key.tenant_id))
         sys.stdout.write(
             f"{key.id}  {key.prefix}  {key.status:<8}  {','.join(key.effective_scopes):<16}  "
-            f"tenant={key.tenant_id or '-'}  last_used={last_used}  {key.name}\n"
+            f"tenant={tenant}  last_used={last_used}  {key.name}\n"
         )
     return 0
 
 
 def revoke_key(settings: Settings, dsn: str, args: argparse.Namespace) -> int:
-    async def work(cases: KeyUseCases) -> bool:
-        await cases.commands.revoke(SYSTEM, SYSTEM_ACTOR, args.key_id)
-        return True
+    async def work(cases: KeyUseCases) -> str:
+        key_id = await cases.key_id(args.key)
+        before = (await cases.queries.get(SYSTEM, key_id)).key.revoked_at
+        if before is not None and before <= datetime.now(UTC):
+            return f"API key {key_id} was already revoked at {iso(before)}; nothing changed.\n"
+        await cases.commands.revoke(SYSTEM, SYSTEM_ACTOR, key_id)
+        return f"Revoked API key {key_id}.\n"
 
-    if run_keys(settings, dsn, work) is None:
+    said = run_keys(settings, dsn, work)
+    if said is None:
         return 1
-    sys.stdout.write(f"Revoked API key {args.key_id}.\n")
+    sys.stdout.write(said)
     return 0
 
 
 def rotate_key(settings: Settings, dsn: str, args: argparse.Namespace) -> int:
-    async def work(cases: KeyUseCases) -> CreatedKey:
-        return await cases.commands.rotate(SYSTEM, SYSTEM_ACTOR, args.key_id, args.grace_period)
+    async def work(cases: KeyUseCases) -> tuple[UUID, CreatedKey]:
+        key_id = await cases.key_id(args.key)
+        return key_id, await cases.commands.rotate(SYSTEM, SYSTEM_ACTOR, key_id, args.grace_period)
 
-    created = run_keys(settings, dsn, work)
-    if created is None:
+    rotated = run_keys(settings, dsn, work)
+    if rotated is None:
         return 1
+    old_id, created = rotated
     key = created.stored.key
     if args.json:
         view = ApiKeyWithPlaintext.issued(
@@ -165,7 +224,7 @@ def rotate_key(settings: Settings, dsn: str, args: argparse.Namespace) -> int:
         sys.stdout.write(encode(view).decode() + "\n")
     else:
         sys.stdout.write(
-            f"Rotated API key {args.key_id} into {key.id} ({', '.join(key.scopes)}); the old "
+            f"Rotated API key {old_id} into {key.id} ({', '.join(key.scopes)}); the old "
             f"key works for {args.grace_period} more seconds.\n"
             f"The new key is shown this once; store it now:\n\n    {created.plaintext}\n\n"
         )
@@ -216,7 +275,9 @@ def add_key_commands(
         description="List API keys, newest first: id, prefix, status, effective scopes, "
         "tenant, last use and name; revoked and expired keys only with --include-revoked.",
     )
-    listing.add_argument("--tenant-id", type=UUID, help="only the keys of this tenant")
+    listing.add_argument(
+        "--tenant-id", metavar="TENANT", help="only the keys of this tenant (its id or slug)"
+    )
     listing.add_argument(
         "--include-revoked", action="store_true", help="list revoked and expired keys too"
     )
@@ -229,7 +290,7 @@ def add_key_commands(
         description="Revoke an API key at once, as DELETE /api/v1/api-keys/{id} does; a "
         "revoked key stays revoked. Running services drop it from their caches at once.",
     )
-    revoke.add_argument("key_id", type=UUID, metavar="KEY_ID", help="the key's id")
+    revoke.add_argument("key", metavar="KEY", help="the key's id or its prefix (sk_test_AbCd)")
     revoke.set_defaults(func=run(revoke_key))
 
     rotate = keys_sub.add_parser(
@@ -238,7 +299,7 @@ def add_key_commands(
         description="Make a new key with the old one's settings and print it once; the old "
         "key is revoked at once or after --grace-period seconds.",
     )
-    rotate.add_argument("key_id", type=UUID, metavar="KEY_ID", help="the key's id")
+    rotate.add_argument("key", metavar="KEY", help="the key's id or its prefix (sk_test_AbCd)")
     rotate.add_argument(
         "--grace-period",
         type=_grace,

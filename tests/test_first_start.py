@@ -55,6 +55,22 @@ async def test_a_taken_port_is_one_line_and_spends_no_key(
     assert await _key_count(fresh_db_url) == 0
 
 
+def test_a_taken_port_writes_nothing(fresh_db_url: str, tmp_path: Path, taken_port: int) -> None:
+    """Without secrets in the environment a start generates them into DATA_DIR; a start
+    that cannot listen leaves no file behind (the README says nothing is created)."""
+    data_dir = tmp_path / "data"
+    env = {
+        k: v
+        for k, v in base_env(fresh_db_url, data_dir).items()
+        if k not in ("JWT_SECRET", "SERVICE_API_KEY_HMAC_SECRET", "SERVICE_ENCRYPTION_KEY")
+    }
+    env["PATH"] = "/usr/bin:/bin"
+    result = run_cli("serve", "--host", "127.0.0.1", "--port", str(taken_port), env=env)
+    assert (result.returncode, result.stderr.count("\n")) == (1, 1), result.stderr
+    assert "already in use" in result.stderr
+    assert not data_dir.exists()
+
+
 def test_serve_binds_before_anything_else(fresh_db_url: str, tmp_path: Path, taken_port) -> None:
     """Past the early check (another process may take the port in between), serve()
     itself refuses before migrations, the pool or the development key."""

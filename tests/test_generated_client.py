@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -121,6 +122,15 @@ def test_the_generated_client_runs_the_readme_walkthrough(
     assert (status, [t.slug for t in ancestors]) == (200, ["acme", "acme_eu"])
     status, descendants = _call("tenants.list_descendants", acme, client=writer)
     assert (status, [t.slug for t in descendants]) == (200, ["acme_eu", "acme_eu_paris"])
+    # A list paged by header (docs/api.md, Generated clients): the body is the page, the
+    # next cursor is the answer's X-Next-Cursor, read from sync_detailed's headers.
+    paged = _module("api.tenants.list_descendants")
+    first = paged.sync_detailed(acme, client=writer, limit=1)
+    assert [t.slug for t in first.parsed] == ["acme_eu"]
+    cursor = first.headers["X-Next-Cursor"]
+    second = paged.sync_detailed(acme, client=writer, limit=1, cursor=cursor)
+    assert [t.slug for t in second.parsed] == ["acme_eu_paris"]
+    assert "X-Next-Cursor" not in second.headers
     status, tenant = _call("tenants.get_tenant", paris, client=writer)
     assert (status, tenant.depth) == (200, 2)
 
@@ -157,3 +167,24 @@ def test_the_generated_client_runs_the_readme_walkthrough(
     cycle = _model("TenantMove", {"new_parent_id": str(eu)})
     status, refused = _call("tenants.move_tenant", acme, client=writer, body=cycle)
     assert (status, refused.error.code) == (409, "CYCLE_DETECTED")
+    # The code is the documented enum, not any string.
+    assert refused.error.code is _module("models").ErrorCode.CYCLE_DETECTED
+
+
+def test_reads_are_typed_as_their_body_or_an_error(generated: ModuleType) -> None:
+    """The conditional reads' 304 is in their description, not a response: a body-less
+    response would make the generator type the whole answer as Any."""
+    import inspect
+
+    from service.base.errors import STATUS_BY_CODE
+
+    for operation, body in (
+        ("tenants.get_tenant", "Tenant"),
+        ("context.get_context", "TenantContext"),
+    ):
+        tag, name = operation.split(".")
+        returns = inspect.signature(_module(f"api.{tag}.{name}").sync).return_annotation
+        text = str(returns).replace(f"{PACKAGE}.models.", "")
+        assert re.sub(r"\w+\.(\w+)", r"\1", text) == f"Error | {body} | None", operation
+    codes = _module("models").ErrorCode
+    assert {c.value for c in codes} == set(STATUS_BY_CODE)

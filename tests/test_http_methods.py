@@ -44,7 +44,7 @@ def concrete(path: str, tenant_id: str) -> str:
             return tenant_id if path.startswith("/api/v1/tenants/") else MISSING
         return values.get(name, MISSING)
 
-    return re.sub(r"\{(\w+)\}", fill, path)
+    return re.sub(r"\{(\w+)(?::[^}]*)?\}", fill, path)  # `{name:regex}` too
 
 
 def stable(headers: Any) -> dict[str, str]:

@@ -50,7 +50,7 @@ async def test_cli_creates_a_working_key(client, db_url, tmp_path, db_conn) -> N
 
 
 async def test_development_start_makes_one_admin_key(fresh_db_url, tmp_path) -> None:
-    settings = Settings.from_env(base_env(fresh_db_url, tmp_path))
+    settings = Settings.from_env(base_env(fresh_db_url, tmp_path, RATE_LIMIT_MAX="100"))
     async with TestClient(TestServer(create_app(settings))) as client:
         app = client.app
         issued = await bootstrap_admin_key(app[DATABASE], settings, app[QUERIES])
@@ -65,6 +65,22 @@ async def test_development_start_makes_one_admin_key(fresh_db_url, tmp_path) -> 
         assert (key["rate_limit_max"], key["rate_limit_window"]) == (6000, "1 minute")
         # A second start finds a key and makes none.
         assert await bootstrap_admin_key(app[DATABASE], settings, app[QUERIES]) is None
+
+
+async def test_the_development_key_follows_a_higher_global_limit(fresh_db_url, tmp_path) -> None:
+    """With RATE_LIMIT_MAX above 6,000 the key can still make keys of the default limit
+    (the README's walkthrough): it is never below the global limit, nor refills slower."""
+    env = base_env(fresh_db_url, tmp_path, RATE_LIMIT_MAX="20000", RATE_LIMIT_WINDOW="30 s")
+    settings = Settings.from_env(env)
+    async with TestClient(TestServer(create_app(settings))) as client:
+        app = client.app
+        issued = await bootstrap_admin_key(app[DATABASE], settings, app[QUERIES])
+        assert issued is not None
+        admin = {"X-API-Key": issued.plaintext}
+        [key] = (await (await client.get("/api/v1/api-keys", headers=admin)).json())["data"]
+        assert (key["rate_limit_max"], key["rate_limit_window"]) == (20000, "30 seconds")
+        resp = await client.post("/api/v1/api-keys", json={"name": "walkthrough"}, headers=admin)
+        assert resp.status == 201, await resp.text()
 
 
 async def test_on_a_terminal_the_key_is_printed_once(

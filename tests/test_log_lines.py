@@ -50,3 +50,49 @@ def test_lines_arrive_in_order_and_a_warning_does_not_wait() -> None:
         {"n": 2, "event": "second", "level": "warning"},
         {"n": 3, "event": "third", "level": "info"},
     ]  # fmt: skip
+
+
+FOREIGN = textwrap.dedent(
+    f"""
+    import logging
+    from aiohttp.http_exceptions import BadHttpMessage
+    from service.observability.logs import configure_logging
+
+    configure_logging("info")
+    logging.getLogger("asyncio").warning("loop slow %s", "{KEY}")
+    try:
+        1 / 0
+    except ZeroDivisionError:
+        logging.getLogger("asyncio").exception("callback failed")
+    try:
+        raise BadHttpMessage("Bad Header {KEY}")
+    except BadHttpMessage:
+        logging.getLogger("aiohttp.server").exception("Error handling request from %s", "1.2.3.4")
+    """
+)
+
+
+def test_standard_library_records_are_structlog_lines() -> None:
+    """Records of other libraries go through structlog's ProcessorFormatter: JSON lines
+    with the logger, level, timestamp and pid, redacted; an aiohttp exception by its type
+    only (it may quote what the client sent), a malformed request as a warning."""
+    result = subprocess.run(
+        [sys.executable, "-c", FOREIGN], cwd=REPO_ROOT, capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    for line in lines:
+        assert set(line) >= {"event", "logger", "level", "timestamp", "pid"}, line
+        assert line["timestamp"].endswith("Z")
+    slow, failed, parse = lines
+    assert (slow["logger"], slow["level"], slow["event"]) == (
+        "asyncio", "warning", "loop slow [redacted]",
+    )  # fmt: skip
+    assert failed["error"] == "ZeroDivisionError"
+    assert "Traceback" in failed["exception"]
+    assert (parse["logger"], parse["level"], parse["error"]) == (
+        "aiohttp.server", "warning", "BadHttpMessage",
+    )  # fmt: skip
+    assert "exception" not in parse
+    assert KEY not in result.stdout

@@ -111,6 +111,9 @@ def test_every_line_is_json_and_the_key_stays_off_the_stream(
     lines = _lines(service)  # raises on any line that is not JSON
     # aiohttp's own record of the malformed request came through the JSON formatter too.
     assert any(line.get("logger") == "aiohttp.server" for line in lines), lines
+    # It is the client's mistake (answered 400): a warning, not an error.
+    server_lines = [line for line in lines if line.get("logger") == "aiohttp.server"]
+    assert {line["level"] for line in server_lines} == {"warning"}, server_lines
     assert all(isinstance(line, dict) and "event" in line and "level" in line for line in lines)
     events = [line["event"] for line in lines]
     for expected in ("service started", "service stopping", "service stopped"):

@@ -163,6 +163,8 @@ async def test_the_metrics_listener_serves_them(client: TestClient, aiohttp_clie
     resp = await listener.get("/metrics", headers=SCRAPER)
     assert resp.status == 200
     assert 'route="/health"' in await resp.text()
+    # The service's name, not aiohttp's default that announces the library's version.
+    assert resp.headers["Server"] == "tenant-service"
     assert (await listener.get("/health")).status == 404  # nothing else is served there
 
 

@@ -7,11 +7,12 @@ requests, valid and invalid ones, sent with an admin key. The run fails on any 5
 status the document does not list for that operation, any body or content type that
 differs from the document, a missing documented header, any invalid request the service
 accepts, and any valid request it refuses - but for the refusals listed in
-LEGITIMATE_REFUSALS, each with the reason a schema cannot rule it out.
+LEGITIMATE_REFUSALS (tests/schemathesis_hooks.py), each with the reason a schema cannot rule it out.
 
 A second run follows the document's links (the stateful phase): it creates tenants,
 keys, roles and webhooks and calls the operations on their ids. Every POST gets a fresh
-Idempotency-Key, so no request replays or collides with an earlier one.
+Idempotency-Key, so no request replays or collides with an earlier one (the hook of
+tests/schemathesis_hooks.py, which the shipped schemathesis.toml uses too).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import asyncio
 import contextlib
 import itertools
 import random
-import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -33,128 +33,33 @@ from aiohttp import web
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.errors import Flaky
 from schemathesis.checks import not_a_server_error
+from schemathesis.config import SchemathesisConfig
 from schemathesis.generation import GenerationMode
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     negative_data_rejection,
     response_headers_conformance,
     response_schema_conformance,
-    status_code_conformance,
 )
 
 from service.app import apis
-from service.base.errors import STATUS_BY_CODE
 from service.http.openapi import build_document
 from service.http.routing import register
 from tests.conftest import HMAC_SECRET, base_env
+from tests.schemathesis_hooks import (
+    fresh_idempotency_key,
+    status_code_documented,
+    valid_requests_are_accepted,
+)
 from tests.support.live import admin_key
 from tests.support.processes import REPO_ROOT, ServiceProcess
 
 EXAMPLES_PER_OPERATION = 12
 STATEFUL_EXAMPLES = 25
 STATEFUL_STEPS = 6
-# Refusals of schema-valid requests that no schema could rule out, by status and code.
-LEGITIMATE_REFUSALS: dict[int, dict[str, str]] = {
-    400: {
-        # Whether a host is public is known only by resolving it (no network in tests).
-        "UNSAFE_WEBHOOK_URL": "the URL's host does not resolve to a public address",
-        # Security alternatives (key or token) cannot say "not both"; the generator adds
-        # a token beside the run's key.
-        "AMBIGUOUS_CREDENTIALS": "one credential per request, as the schemes describe",
-    },
-    401: {
-        "INVALID_CREDENTIALS": "a generated token or key is not one the service issued",
-        "UNAUTHORIZED": "a generated case without the run's key",
-    },
-    403: {"TENANT_ACCESS_DENIED": "a tenant role fits only keys inside that tenant"},
-    404: {
-        code: "a generated id or key that names nothing"
-        for code in STATUS_BY_CODE
-        if code.endswith("NOT_FOUND")
-    },
-    409: {
-        code: "a conflict with the data as it stands (a taken slug, a lock, a cycle, ...)"
-        for code, status in STATUS_BY_CODE.items()
-        if status == 409 and code != "IDEMPOTENCY_KEY_IN_USE"
-    },
-    410: {"TENANT_ARCHIVED": "the tenant was archived by an earlier request"},
-    412: {"PRECONDITION_FAILED": "a generated If-Match names another version"},
-}
-# VALIDATION_ERRORs of rules across fields or across time, by field.
-CROSS_FIELD_RULES = {
-    "to": "`to` must be later than `from`",
-    "roots": "`roots` cannot be combined with `parent_id`",
-    "expires_at": "an expiry must be in the future",
-    "confirm": "a purge is confirmed by the tenant's own slug",
-    "region": "one of the deployment's SERVICE_REGIONS (a setting, not a fixed set)",
-    "rate_limit_max": "a rate limit needs both its maximum and its window",
-    "X-Consistency-Token": "a token must carry the deployment's HMAC tag, which no "
-    "generator can produce",
-    "rate_limit_window": "a rate limit needs both its maximum and its window",
-    "old_key": "the old key must be the one the data is encrypted with",
-    "new_key": "the new key must differ from the old one",
-    "tenant_id": "a tenant-scoped key or role cannot name another tenant",
-    # Free-form JSON: no NUL, bounded depth and 64-bit integers anywhere inside, which a
-    # schema of arbitrary JSON cannot state (docs/decisions.md).
-    "config": "free-form config values refuse NUL, deep nesting and huge integers",
-    "metadata": "free-form metadata refuses NUL, deep nesting and huge integers",
-    "cursor": "a page's cursor must lie in the subtree of the tenant in the path",
-    "change": "a previewed delete takes no value, mode, locked or sensitive",
-    "value": "a previewed set needs the value it would set",
-}
-
-
-def _legitimate(code: str, field: str | None) -> bool:
-    if code == "VALIDATION_ERROR":
-        return (field or "").split(".")[0] in CROSS_FIELD_RULES
-    return any(code in codes for codes in LEGITIMATE_REFUSALS.values())
-
-
-def _not_a_uuid(name: str, value: Any) -> bool:
-    if name != "id" and not name.endswith("_id"):
-        return False
-    try:
-        uuid.UUID(str(value))
-    except ValueError:
-        return True
-    return False
-
-
-@schemathesis.check
-def valid_requests_are_accepted(ctx: Any, response: Any, case: schemathesis.Case) -> bool | None:
-    """A request the document calls valid is answered 2xx/3xx, or with a listed refusal."""
-    meta = case.meta
-    if meta is None or not meta.generation.mode.is_positive or response.status_code < 400:
-        return None
-    if any(v is None or v == "None" for v in (case.path_parameters or {}).values()):
-        return None  # a link whose value the earlier answer lacked: not a generated value
-    if any(_not_a_uuid(k, v) for k, v in (case.path_parameters or {}).items()):
-        return None  # a value a link or Location carried into an id: not schema-generated
-    if response.status_code >= 500:
-        return None  # not_a_server_error reports these
-    try:
-        body = response.json()
-        error = body["error"]
-    except (ValueError, KeyError, TypeError):
-        raise AssertionError(f"refused a valid request: {response.status_code}") from None
-    code = error["code"]
-    if code in LEGITIMATE_REFUSALS.get(response.status_code, {}):
-        return None
-    fields = {d["field"].split(".")[0] for d in error.get("details", [])}
-    if code == "VALIDATION_ERROR" and fields and fields <= set(CROSS_FIELD_RULES):
-        return None
-    # A refused batch names each failing item; each must fail for a listed reason.
-    items = body.get("errors") or []
-    if items and all(_legitimate(item["code"], item.get("field")) for item in items):
-        return None
-    raise AssertionError(
-        f"a valid request was refused: {response.status_code} {code}: {error['message']}"
-    )
-
-
 CHECKS = [
     not_a_server_error,
-    status_code_conformance,
+    status_code_documented,  # status_code_conformance, a conditional read's 304 expected
     content_type_conformance,
     response_headers_conformance,
     response_schema_conformance,
@@ -209,18 +114,7 @@ def seed(live: Live) -> None:
 
 
 _turn = itertools.count()
-_VALID_KEY = re.compile(r"[!-~]{1,255}")
 _pick = random.Random(8)
-
-
-def fresh_idempotency_key(case: schemathesis.Case) -> None:
-    """A new Idempotency-Key where the case sends a valid one: a key generated twice
-    would replay the first answer, or be refused as reused with another request."""
-    headers = case.headers or {}
-    key = headers.get("Idempotency-Key")
-    if case.method.upper() == "POST" and (key is None or _VALID_KEY.fullmatch(str(key))):
-        headers["Idempotency-Key"] = f"st-{uuid.uuid4()}"
-        case.headers = headers
 
 
 def aim_at_known(case: schemathesis.Case, live: Live) -> None:
@@ -268,7 +162,8 @@ def _document() -> dict[str, Any]:
 
 
 DOCUMENT = _document()
-schema = schemathesis.openapi.from_dict(DOCUMENT)
+# Its own configuration, not the repository's schemathesis.toml (for runs by hand).
+schema = schemathesis.openapi.from_dict(DOCUMENT, config=SchemathesisConfig())
 schema.config.generation.update(max_examples=EXAMPLES_PER_OPERATION)
 
 
@@ -312,7 +207,7 @@ def test_the_links_lead_to_working_calls(live: Live) -> None:
     on, so Hypothesis cannot replay a chain exactly (it reports that as Flaky, which the
     schemathesis runner also treats as the end of the phase, not as a failure).
     """
-    linked = schemathesis.openapi.from_dict(DOCUMENT)
+    linked = schemathesis.openapi.from_dict(DOCUMENT, config=SchemathesisConfig())
     # Valid requests only (with the same rules on refusals): chains need creates to succeed.
     linked.config.generation.update(
         modes=[GenerationMode.POSITIVE], allow_x00=False, with_security_parameters=False

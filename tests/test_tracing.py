@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import pytest
 import structlog
@@ -24,6 +25,15 @@ from service.observability import tracing
 from service.settings.options import Settings
 from tests.support.api import create_tenant
 
+CURRENT_DB_ATTRIBUTES = {
+    "db.system.name",
+    "db.query.summary",
+    "db.query.text",
+    "db.operation.name",
+    "db.namespace",
+    "server.address",
+    "server.port",
+}
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT_ID = "00f067aa0ba902b7"
 TRACEPARENT = f"00-{TRACE_ID}-{PARENT_ID}-01"
@@ -45,8 +55,10 @@ def app(settings: Settings, exporter: InMemorySpanExporter) -> web.Application:
 
 
 async def test_a_request_continues_the_callers_trace(
-    client: TestClient, admin: dict[str, str], exporter: InMemorySpanExporter
+    client: TestClient, admin: dict[str, str], exporter: InMemorySpanExporter, db_url: str
 ) -> None:
+    target = urlsplit(db_url)
+    database, db_host, db_port = target.path.lstrip("/"), target.hostname, target.port or 5432
     tenant = await create_tenant(client, admin)
     exporter.clear()
     with structlog.testing.capture_logs(
@@ -63,10 +75,17 @@ async def test_a_request_continues_the_callers_trace(
     assert format_trace_id(server.context.trace_id) == TRACE_ID
     assert server.parent is not None
     assert format_span_id(server.parent.span_id) == PARENT_ID
+    host = client.server.host
+    # The HTTP server attributes of the current semantic conventions, and no others.
     assert server.attributes == {
         "http.request.method": "GET",
         "http.route": "/api/v1/tenants/{id}",
         "http.response.status_code": 200,
+        "url.path": f"/api/v1/tenants/{tenant['id']}",
+        "url.scheme": "http",
+        "server.address": host,
+        "server.port": client.server.port,
+        "network.protocol.version": "1.1",
     }
     queries = [s for s in spans if s.kind == SpanKind.CLIENT]
     assert queries, [s.name for s in spans]
@@ -76,7 +95,20 @@ async def test_a_request_continues_the_callers_trace(
         assert span.context.trace_id == server.context.trace_id
         assert span.parent is not None
         assert span.parent.span_id == server.context.span_id
-        assert span.attributes == {"db.system": "postgresql", "db.operation.name": span.name}
+        attributes = dict(span.attributes or {})
+        # The database attributes of the current conventions only (db.system, db.statement
+        # and db.name are the deprecated ones).
+        assert set(attributes) <= CURRENT_DB_ATTRIBUTES, attributes
+        assert attributes["db.system.name"] == "postgresql"
+        assert attributes["db.query.summary"] == span.name
+        assert attributes["db.query.text"] == client.app[QUERIES][span.name].sql
+        assert attributes["db.namespace"] == database
+        if db_host is not None and not db_host.startswith("/"):  # TCP, not a Unix socket
+            assert (attributes["server.address"], attributes["server.port"]) == (
+                db_host, db_port,
+            )  # fmt: skip
+    get = [s for s in queries if s.name == "get_tenant"]
+    assert get[0].attributes["db.operation.name"] == "SELECT"
     assert "get_tenant" in {s.name for s in queries}
 
     (line,) = [entry for entry in logs if entry["event"] == "request"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 TIERS: dict[str, frozenset[str]] = {
     "processes": frozenset(
         {
+            "test_api_linters",
             "test_audit_chain",
             "test_cli",
             "test_cli_admin",
@@ -28,6 +29,7 @@ TIERS: dict[str, frozenset[str]] = {
             "test_generated_client",
             "test_hostile_connections",
             "test_key_cli",
+            "test_key_cli_names",
             "test_log_lines",
             "test_log_secrecy",
             "test_log_stream",
@@ -45,12 +47,18 @@ TIERS: dict[str, frozenset[str]] = {
             "test_shutdown",
             "test_streaming_memory",
             "test_tracing",
+            "test_typescript_client",
             "test_webhook_processes",
             "test_worker_budget",
             "test_workers",
         }
     ),
-    "browser": frozenset({"test_console_browser"}),
+    "browser": frozenset(
+        {
+            "test_console_browser",
+            "test_console_views",
+        }
+    ),
     "cluster": frozenset({"test_ha_cluster"}),
     "slow": frozenset(
         {

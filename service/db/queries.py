@@ -99,7 +99,7 @@ class Query:
         args = self.args(**params)
         if tracing.TRACER is None:
             return await conn.fetchrow(self.sql, *args)
-        async with tracing.query_span(self.name):
+        async with tracing.query_span(self.name, self.sql, conn):
             return await conn.fetchrow(self.sql, *args)
 
     async def value(self, conn: Executor, /, **params: object) -> Any:
@@ -108,7 +108,7 @@ class Query:
         args = self.args(**params)
         if tracing.TRACER is None:
             return await conn.fetchval(self.sql, *args)
-        async with tracing.query_span(self.name):
+        async with tracing.query_span(self.name, self.sql, conn):
             return await conn.fetchval(self.sql, *args)
 
     async def many(self, conn: Executor, /, **params: object) -> list[asyncpg.Record]:
@@ -117,7 +117,7 @@ class Query:
         args = self.args(**params)
         if tracing.TRACER is None:
             return await conn.fetch(self.sql, *args)
-        async with tracing.query_span(self.name):
+        async with tracing.query_span(self.name, self.sql, conn):
             return await conn.fetch(self.sql, *args)
 
     def cursor(
@@ -134,7 +134,7 @@ class Query:
         args = self.args(**params)
         if tracing.TRACER is None:
             return await conn.execute(self.sql, *args)
-        async with tracing.query_span(self.name):
+        async with tracing.query_span(self.name, self.sql, conn):
             return await conn.execute(self.sql, *args)
 
 

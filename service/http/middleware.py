@@ -17,6 +17,7 @@ from aiohttp.typedefs import Middleware
 
 from service.auth.authenticator import Authenticator
 from service.auth.authorization import authorize
+from service.auth.challenges import challenge
 from service.auth.principal import Actor, Principal
 from service.base.errors import RetryTransaction, ServiceError
 from service.db.errors import service_unavailable, translate_db_error
@@ -161,6 +162,9 @@ def request_context(metrics: Metrics, endpoints: dict[tuple[str, str], Endpoint]
                 response = _answer_for(exc, request, request_id)
         if not response.prepared:  # a streamed answer set them before its first byte
             response.headers.update(answer_headers(request))
+            refused = challenge(response.status, request.headers)
+            if refused is not None:
+                response.headers["WWW-Authenticate"] = refused
         principal = exchange.principal
         if principal is not None:
             private = True

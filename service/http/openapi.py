@@ -22,6 +22,7 @@ An endpoint may refine its entry through `extra`:
 from __future__ import annotations
 
 import re
+import sys
 from collections import defaultdict
 from collections.abc import Iterable
 from importlib import metadata
@@ -30,6 +31,7 @@ from typing import Any
 import msgspec
 import orjson
 
+from service.auth.authorization import required_scopes
 from service.base.errors import STATUS_BY_CODE
 from service.http.openapi_components import (
     HEADERS,
@@ -38,6 +40,7 @@ from service.http.openapi_components import (
     RATE_HEADERS,
     REF,
     SECURITY_SCHEMES,
+    error_code_schema,
     error_headers,
     error_responses,
     header_ref,
@@ -185,6 +188,33 @@ def _takes_idempotency_key(endpoint: Endpoint) -> bool:
     return endpoint.method == "POST" and not endpoint.public
 
 
+def describe(endpoint: Endpoint) -> str:
+    """The operation's description: its summary, the credentials it needs, and the
+    conditional answer of a read that takes If-None-Match."""
+    if endpoint.public:
+        needs = "No credentials needed."
+    else:
+        scopes = required_scopes(endpoint.method, endpoint.admin)
+        needs = f"Needs the {' and '.join(scopes)} scope{'s' if len(scopes) > 1 else ''}."
+    parts = [endpoint.summary.rstrip(".") + ".", needs]
+    if "X-Next-Cursor" in endpoint.extra.get("headers", {}).get(endpoint.status, ()):
+        # The body is a bare array: generated clients expose the cursor only as a header.
+        parts.append(
+            "Paged by header: the answer's X-Next-Cursor (absent on the last page) is the "
+            "`cursor` of the next request; Link names the same next page. A generated "
+            "client reads it from the raw answer's headers (openapi-python-client: "
+            "`sync_detailed(...).headers`; openapi-fetch: `response.headers`)."
+        )
+    if "If-None-Match" in endpoint.extra.get("request_headers", ()):
+        # Not listed under responses: generated clients type a body-less status as `Any`,
+        # which swallows the whole answer type.
+        parts.append(
+            "With an If-None-Match that names the current ETag (or `*`) the answer is "
+            "304 Not Modified: no body, the ETag header only."
+        )
+    return " ".join(parts)
+
+
 def _headers(endpoint: Endpoint, status: int) -> dict[str, Any]:
     names = ["X-Request-ID"]
     if not endpoint.public:
@@ -217,8 +247,7 @@ class _Operation:
             "summary": endpoint.summary,
             "tags": [endpoint.tag],
         }
-        if endpoint.admin:
-            operation["description"] = "Admin scope required (GET also needs read)."
+        operation["description"] = describe(endpoint)
         parameters = _path_parameters(endpoint)
         if self.query is not None:
             parameters += _query_parameters(rendered[self.query], components)
@@ -280,19 +309,23 @@ def build_document(endpoints: Iterable[Endpoint]) -> dict[str, Any]:
     schemas = _Schemas()
     operations = [_Operation(endpoint, schemas) for endpoint in endpoints]
     rendered, components = schemas.render()
+    _error_codes_as_enum(components)
     paths: dict[str, dict[str, Any]] = defaultdict(dict)
     seen_ids: set[str] = set()
-    tags: dict[str, None] = {}
+    tags: dict[str, dict[str, None]] = {}
     for op in operations:
         entry = op.render(rendered, components)
         if entry["operationId"] in seen_ids:  # handler names repeat across modules
             entry["operationId"] = f"{op.endpoint.tag}_{entry['operationId']}"
         seen_ids.add(entry["operationId"])
-        tags[op.endpoint.tag] = None
+        tags.setdefault(op.endpoint.tag, {})[_module_summary(op.endpoint)] = None
         paths[openapi_path(op.endpoint.path)][op.endpoint.method.lower()] = entry
     # Query strings became parameters; their Structs are not bodies anyone sends.
     queries = {op.endpoint.query.__name__ for op in operations if op.endpoint.query is not None}
     used = {k: v for k, v in components.items() if k not in queries}
+    bodies = [op.endpoint.body for op in operations if op.endpoint.body is not None]
+    for name in sorted(_reachable([{"$ref": REF.format(name=b.__name__)} for b in bodies], used)):
+        used[name] = absent_not_default(used[name])
     statuses = {
         int(status)
         for item in paths.values()
@@ -307,10 +340,15 @@ def build_document(endpoints: Iterable[Endpoint]) -> dict[str, Any]:
             "version": service_version(),
             "description": "A forest of tenants with inherited config and permissions. "
             "Send an API key as X-API-Key or a JWT as Authorization: Bearer, not both.",
+            "license": {"name": "Proprietary", "identifier": "LicenseRef-Proprietary"},
+            "contact": {"name": "The Tenant Hierarchy Service team"},
         },
         # Relative: the document is served by the service it describes, at its root.
         "servers": [{"url": "/"}],
-        "tags": [{"name": tag} for tag in tags],
+        "tags": [
+            {"name": tag, "description": " ".join(t for t in texts if t) or tag}
+            for tag, texts in tags.items()
+        ],
         "paths": dict(paths),
         "components": {
             "schemas": used,
@@ -323,6 +361,73 @@ def build_document(endpoints: Iterable[Endpoint]) -> dict[str, Any]:
     }
     _add_examples_and_links(document, endpoints_of(operations))
     return document
+
+
+_DOC_REFERENCE = re.compile(r"\s*\((?:see )?docs/[^)]*\)")
+
+
+def _module_summary(endpoint: Endpoint) -> str:
+    """The first sentence of the docstring of the module declaring the endpoint (its
+    references to docs/ left out): the description of the endpoint's tag."""
+    module = sys.modules.get(endpoint.handler.__module__)
+    text = " ".join(((module.__doc__ if module else None) or "").split("\n\n")[0].split())
+    text = _DOC_REFERENCE.sub("", text)
+    first = re.split(r"(?<=\.)\s", text, maxsplit=1)[0]
+    return first if first.endswith(".") or not first else first + "."
+
+
+def _error_codes_as_enum(components: dict[str, Any]) -> None:
+    """ErrorDetail.code is the enum of every documented code (service/base/errors.py)."""
+    components["ErrorCode"] = error_code_schema()
+    detail = components["ErrorDetail"]
+    detail["properties"]["code"] = {"$ref": REF.format(name="ErrorCode")}
+
+
+def _reachable(schemas: list[dict[str, Any]], components: dict[str, Any]) -> set[str]:
+    """The names of the components these schemas refer to, directly or not."""
+    found: set[str] = set()
+    stack: list[Any] = list(schemas)
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            ref = item.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
+                name = ref.rsplit("/", 1)[-1]
+                if name not in found:
+                    found.add(name)
+                    stack.append(components[name])
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+# What an absent optional property means, where "none" would say too little.
+_ABSENT_MEANS = {"parent_id": "a root tenant", "expires_at": "no expiry"}
+
+
+def absent_not_default(schema: dict[str, Any]) -> dict[str, Any]:
+    """A request schema whose optional properties say what their absence means, rather
+    than carry `default` (openapi-typescript makes a property with a default required, so
+    `{name, slug}` would not type-check as a TenantCreate)."""
+    properties = schema.get("properties")
+    if not properties:
+        return schema
+    changed = {}
+    for name, prop in properties.items():
+        if "default" not in prop:
+            changed[name] = prop
+            continue
+        rest = {k: v for k, v in prop.items() if k != "default"}
+        default = prop["default"]
+        if default is None:
+            meaning = f"Absent (or null) means {_ABSENT_MEANS.get(name, 'none')}."
+        else:
+            meaning = f"Absent means {orjson.dumps(default).decode()}."
+        text = rest.get("description", "")
+        rest["description"] = f"{text} {meaning}".strip()
+        changed[name] = rest
+    return {**schema, "properties": changed}
 
 
 def endpoints_of(operations: list[_Operation]) -> list[Endpoint]:
@@ -351,4 +456,5 @@ def _add_examples_and_links(document: dict[str, Any], endpoints: list[Endpoint])
 
 def _example_each(content: dict[str, Any], examples: Examples) -> None:
     for media in content.values():
-        media["example"] = examples.of(media["schema"])
+        if "example" not in media:  # the shared error responses bring their own
+            media["example"] = examples.of(media["schema"])

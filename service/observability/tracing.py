@@ -18,6 +18,7 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import structlog
 from aiohttp import web
@@ -110,7 +111,7 @@ async def trace_request(request: web.Request, handler: Handler) -> web.StreamRes
     route = resource.canonical if resource is not None else None
     name = f"{request.method} {route}" if route else request.method
     with tracer.start_as_current_span(name, context=parent, kind=SpanKind.SERVER) as span:
-        span.set_attribute("http.request.method", request.method)
+        span.set_attributes(server_attributes(request))
         if route:
             span.set_attribute("http.route", route)
         trace_id = format_trace_id(span.get_span_context().trace_id)
@@ -118,13 +119,39 @@ async def trace_request(request: web.Request, handler: Handler) -> web.StreamRes
             response = await handler(request)
         span.set_attribute("http.response.status_code", response.status)
         if response.status >= 500:
+            span.set_attribute("error.type", str(response.status))
             span.set_status(Status(StatusCode.ERROR))
         return response
 
 
+def server_attributes(request: web.Request) -> dict[str, str | int]:
+    """The HTTP server span's attributes of the current semantic conventions (the stable
+    HTTP ones): method, path, scheme, the address and port the client asked for (Host),
+    the protocol version. The query string is left out: it may carry what a client should
+    not have put there."""
+    scheme = request.scheme
+    asked = urlsplit(f"//{request.host}")
+    try:
+        port = asked.port
+    except ValueError:  # a Host header with a port that is not a number
+        port = None
+    attributes: dict[str, str | int] = {
+        "http.request.method": request.method,
+        "url.path": request.path,
+        "url.scheme": scheme,
+        "network.protocol.version": f"{request.version.major}.{request.version.minor}",
+        "server.port": port or (443 if scheme == "https" else 80),
+    }
+    if asked.hostname:
+        attributes["server.address"] = asked.hostname
+    return attributes
+
+
 @contextlib.asynccontextmanager
-async def query_span(name: str) -> AsyncIterator[None]:
-    """A client span for one named query, when a request span is current."""
+async def query_span(name: str, sql: str, conn: object) -> AsyncIterator[None]:
+    """A client span for one named query, when a request span is current: named after
+    the query (its low-cardinality summary), with the database attributes of the current
+    semantic conventions only."""
     from opentelemetry import trace
 
     tracer = TRACER
@@ -132,6 +159,30 @@ async def query_span(name: str) -> AsyncIterator[None]:
         yield
         return
     with tracer.start_as_current_span(name, kind=trace.SpanKind.CLIENT) as span:
-        span.set_attribute("db.system", "postgresql")
-        span.set_attribute("db.operation.name", name)
+        span.set_attributes(query_attributes(name, sql, conn))
         yield
+
+
+_OPERATIONS = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "MERGE"})
+
+
+def query_attributes(name: str, sql: str, conn: object) -> dict[str, str | int]:
+    """db.* of one named query. The text is the parameterised SQL ($1, $2 ...), never a
+    value. Where asyncpg keeps the database name and address (as the official asyncpg
+    instrumentation reads them): db.namespace, server.address, server.port."""
+    attributes: dict[str, str | int] = {
+        "db.system.name": "postgresql",
+        "db.query.summary": name,
+        "db.query.text": sql,
+    }
+    words = sql.split(None, 1)
+    if words and words[0].upper() in _OPERATIONS:  # a WITH ... names no single operation
+        attributes["db.operation.name"] = words[0].upper()
+    database = getattr(getattr(conn, "_params", None), "database", None)
+    if isinstance(database, str):
+        attributes["db.namespace"] = database
+    address = getattr(conn, "_addr", None)
+    if isinstance(address, tuple) and len(address) == 2:
+        attributes["server.address"] = str(address[0])
+        attributes["server.port"] = int(address[1])
+    return attributes

@@ -27,6 +27,8 @@ EventType = Literal[
     # another endpoint was disabled for failing (docs/decisions/webhooks.md "Endpoint health")
     "webhook.disabled",
 ]
+# Sent on request by POST /api/v1/webhooks/{id}/test; not an event one subscribes to.
+TEST_EVENT = "webhook.test"
 DeliveryStatus = Literal["pending", "success", "failed"]
 MAX_DESCRIPTION = 1000
 

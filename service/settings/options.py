@@ -310,6 +310,17 @@ def _resolve_secrets(
     }
 
 
+def listen_address(env: Mapping[str, str]) -> tuple[str, int, int] | None:
+    """(HOST, PORT, WORKERS) as Settings.from_env reads them, read alone so that `serve`
+    can find a taken port before anything is written (DATA_DIR/secrets.json); None when
+    they are invalid (Settings.from_env then says why)."""
+    reader = EnvironmentReader(env)
+    host = reader.text("HOST", "0.0.0.0")  # noqa: S104
+    port = reader.integer("PORT", 8080, 0, 65535)
+    workers = reader.integer("WORKERS", 1, 1, 64)
+    return None if reader.errors else (host, port, workers)
+
+
 def _development_secrets(data_dir: Path) -> dict[str, str]:
     """Read DATA_DIR/secrets.json, creating it (mode 0600) on first use."""
     path = data_dir / SECRETS_FILE

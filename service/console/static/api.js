@@ -16,11 +16,13 @@ export class ApiError extends Error {
     this.requestId = error.request_id || null;
   }
 
-  // "message (CODE)" plus the first field detail, for showing to a person. Tenant ids
-  // the console knows a name for (a lock's ancestor, say) are shown by name.
+  // "message (CODE)" plus every field detail the message does not already say, for
+  // showing to a person. Tenant ids the console knows a name for (a lock's ancestor,
+  // say) are shown by name and slug.
   describe() {
-    const detail = this.details.length ? ` [${this.details[0].field}: ${this.details[0].message}]` : "";
-    const message = this.message.replace(UUID_IN_TEXT, (id) => (names.has(id) ? `“${names.get(id)}”` : id));
+    const unsaid = this.details.filter((d) => !this.message.includes(`${d.field}: ${d.message}`));
+    const detail = unsaid.length ? ` [${unsaid.map((d) => `${d.field}: ${d.message}`).join("; ")}]` : "";
+    const message = this.message.replace(UUID_IN_TEXT, (id) => (names.has(id) ? `“${labelOf(id)}”` : id));
     return `${message}${detail} (${this.code})`;
   }
 }
@@ -119,12 +121,31 @@ function retryAfterSeconds(response) {
   return Number.isFinite(seconds) && seconds > 0 ? Math.min(seconds, 120) : 1;
 }
 
+// The page on screen: the router calls leavePage() on every navigation. A request of a
+// page the person left is not sent or retried any more (it would spend the rate limit
+// the page they are on needs); it never settles, so nothing of that page is shown. The
+// tree beside every page asks with `keep` and is never dropped.
+let page = 0;
+export function leavePage() {
+  page += 1;
+}
+const abandoned = () => new Promise(() => {});
+// After a 429 every request waits for the same moment (the Retry-After): the console
+// backs off as one client instead of each request retrying on its own.
+let resumeAt = 0;
+async function ourTurn() {
+  while (Date.now() < resumeAt) await sleep(resumeAt - Date.now());
+}
+
 // One API call: {data, status, headers}; an error answer throws ApiError. A 429 is
 // waited out (Retry-After) and retried, with a visible note, so the page never goes
 // blank because someone clicked briskly.
 export async function call(method, path, options = {}) {
   const started = Date.now();
+  const mine = page;
   for (let tries = 1; ; tries += 1) {
+    await ourTurn();
+    if (!options.keep && mine !== page) return abandoned();
     try {
       const answer = await callOnce(method, path, options);
       if (tries > 1) throttleListeners.forEach((listener) => listener(null));
@@ -135,8 +156,8 @@ export async function call(method, path, options = {}) {
         if (tries > 1) throttleListeners.forEach((listener) => listener(null));
         throw err instanceof ThrottledError ? err.error : err;
       }
+      resumeAt = Math.max(resumeAt, Date.now() + err.seconds * 1000);
       throttleListeners.forEach((listener) => listener({ seconds: err.seconds }));
-      await sleep(err.seconds * 1000);
     }
   }
 }
@@ -186,6 +207,8 @@ async function callOnce(method, path, { query, body, headers = {} } = {}) {
 }
 
 export const get = (path, query, headers) => call("GET", path, { query, headers });
+// A read that outlives the page (the tree, who is signed in).
+export const keep = (path, query) => call("GET", path, { query, keep: true });
 export const post = (path, body, options = {}) => call("POST", path, { body, ...options });
 export const put = (path, body) => call("PUT", path, { body });
 export const patch = (path, body, headers) => call("PATCH", path, { body, headers });
@@ -212,10 +235,30 @@ export function mergePatch(before, after) {
 
 // Tenant names by id, filled by every answer that carries tenants.
 export const names = new Map();
+const slugs = new Map();
 export function remember(tenants) {
-  for (const tenant of tenants) names.set(tenant.id, tenant.name);
+  for (const tenant of tenants) {
+    names.set(tenant.id, tenant.name);
+    if (tenant.slug) slugs.set(tenant.id, tenant.slug);
+  }
   return tenants;
 }
+// A tenant's name, else its whole id: ids made in the same minute share their first
+// characters, so a shortened one names nothing.
 export function nameOf(id) {
-  return names.get(id) || `${String(id).slice(0, 8)}…`;
+  return names.get(id) || String(id);
+}
+// "Name (slug)" when known, for lists where names may repeat.
+export function labelOf(id) {
+  const name = names.get(id);
+  if (!name) return String(id);
+  return slugs.has(id) ? `${name} (${slugs.get(id)})` : name;
+}
+// Learn the names of the tenants these ids name (at most 25 at a time), so previews and
+// the audit log can show names; a tenant the credential cannot read stays an id.
+export async function learnNames(ids) {
+  const unknown = [...new Set(ids.filter((id) => id && !names.has(id)))].slice(0, 25);
+  await Promise.all(unknown.map((id) => get(`/tenants/${id}`, { include_archived: true })
+    .then((answer) => remember([answer.data]))
+    .catch(() => null)));
 }

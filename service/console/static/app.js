@@ -3,8 +3,8 @@
 // ids only; the credential is never part of a URL.
 
 import {
-  clearCredential, get, identityLabel, loadCredential, onThrottled, onUnauthorized, post,
-  remember, saveCredential,
+  clearCredential, get, identityLabel, keep, leavePage, loadCredential, onThrottled,
+  onUnauthorized, post, remember, saveCredential,
 } from "./api.js";
 import { auditPage } from "./audit.js";
 import { contextPage } from "./context.js";
@@ -34,7 +34,7 @@ function signInView(reason) {
         saveCredential(value);
         input.value = "";
         try {
-          await get("/tenants", { limit: 1 });
+          await keep("/tenants", { limit: 1 });
         } catch (err) {
           // 403 still proves the credential: the key just cannot list tenants.
           if (err.status === 401 || err.status === 0) {
@@ -106,7 +106,10 @@ const SECTIONS = [
 const usable = (section, scopes) => section.needs.every((scope) => scopes.includes(scope));
 
 async function route() {
-  if (!app) return;
+  // Until start() knows the credential's scopes it routes nothing: it routes once, to
+  // the hash of that moment, so a page is never drawn twice or with the wrong scopes.
+  if (!app || !app.started) return;
+  leavePage();
   const hash = window.location.hash || "#/";
   const parts = hash.slice(1).split("/").filter(Boolean);
   const section = parts[0] === "webhooks" || parts[0] === "audit" ? `#/${parts[0]}` : "#/";
@@ -194,7 +197,7 @@ async function start() {
   const identity = h("span.identity", { id: "identity" }, identityText(null, credential));
   const view = h("main.view", { tabindex: "-1", id: "view" });
   app = {
-    tree, nav, view, notify, scopes: null, me: null,
+    tree, nav, view, notify, scopes: null, me: null, started: false,
     navigate(hash) {
       if (window.location.hash === hash) route();
       else window.location.hash = hash;
@@ -209,7 +212,7 @@ async function start() {
     notices.element,
     h("div.layout", {}, h("aside.sidebar", {}, tree.element), view));
   try {
-    const { data: me } = await get("/me");
+    const { data: me } = await keep("/me");
     app.me = me;
     app.scopes = me.scopes;
     identity.textContent = identityText(me, credential);
@@ -220,7 +223,10 @@ async function start() {
   }
   fill(nav, SECTIONS.filter((s) => !app.scopes || usable(s, app.scopes))
     .map((s) => h("a", { href: s.hash }, s.label)));
-  tree.reload().then(route);
+  tree.reload().then(() => {
+    app.started = true;
+    return route();
+  });
 }
 
 onUnauthorized((err) => app && signOut(`Signed out: the service refused the credential (${err.code}).`));

@@ -2,8 +2,8 @@
 // first, cursor paging (the answer is an array; X-Next-Cursor carries the next cursor),
 // and one entry's changes on request.
 
-import { get, nameOf } from "./api.js";
-import { field, fill, h, jsonText, messageBox, shortId, table, when } from "./dom.js";
+import { get, learnNames } from "./api.js";
+import { field, fill, h, jsonText, messageBox, table, tenantRef, when } from "./dom.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -35,6 +35,17 @@ function utc(value) {
   if (!value) return undefined;
   const withSeconds = value.length === 16 ? `${value}:00` : value;
   return `${withSeconds}Z`;
+}
+
+// A tenant by name and slug; another resource by its whole id, in a field it can be
+// copied from (a shortened id names nothing: ids of one minute share their start).
+function resourceCell(entry) {
+  if (!entry.resource_id) return "";
+  if (entry.resource_type === "tenant") return tenantRef(entry.resource_id);
+  return h("input.id-copy", {
+    type: "text", readonly: true, value: entry.resource_id, title: entry.resource_id,
+    "aria-label": `${entry.resource_type} id`, size: "36",
+  });
 }
 
 export async function auditPage(view, app, preset = {}) {
@@ -99,13 +110,15 @@ export async function auditPage(view, app, preset = {}) {
       cursors = cursors.slice(0, page + 1);
       const next = headers.get("X-Next-Cursor");
       await learnKeyNames(data);
+      await learnNames(data.flatMap((entry) => [
+        entry.tenant_id, entry.resource_type === "tenant" ? entry.resource_id : null]));
       fill(results, data.length
         ? table(["When", "Action", "Resource", "Tenant", "Actor", ""], data.map((entry) =>
           h("tr", { dataset: { auditId: entry.id } },
             h("td", {}, when(entry.created_at)),
             h("td", {}, h("code", {}, entry.action)),
-            h("td", {}, entry.resource_type, " ", h("code", { title: entry.resource_id || "" }, shortId(entry.resource_id))),
-            h("td", {}, entry.tenant_id ? h("a", { href: `#/tenants/${entry.tenant_id}` }, nameOf(entry.tenant_id)) : "—"),
+            h("td", {}, entry.resource_type, " ", resourceCell(entry)),
+            h("td", {}, entry.tenant_id ? tenantRef(entry.tenant_id) : "—"),
             actorCell(entry),
             h("td.actions", {}, h("button.link", { type: "button", on: { click: () => showEntry(entry.id) } }, "Changes")))),
         "audit-table")

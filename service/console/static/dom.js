@@ -2,6 +2,8 @@
 // The page's Content-Security-Policy enforces Trusted Types with no policy, so an
 // innerHTML-style sink would throw anyway; this module never needs one.
 
+import { labelOf } from "./api.js";
+
 const SAFE_HREF = /^#|^\/console(\/|$)/;
 
 // h("tag.class1.class2", {attributes, on: {event: handler}}, ...children)
@@ -59,6 +61,11 @@ export function badge(text, kind = "") {
 export function jsonText(value) {
   if (value === undefined) return "";
   return JSON.stringify(value, null, 2);
+}
+
+// A tenant by name and slug (labelOf), linking to its page, its whole id on hover.
+export function tenantRef(id) {
+  return h("a.tenant-ref", { href: `#/tenants/${id}`, title: String(id) }, labelOf(id));
 }
 
 export function shortId(id) {

@@ -1,8 +1,8 @@
 // A tenant's own config entries (locked and sensitive badges, reveal on purpose) and
 // permission policies (with their modes), with forms to set and delete them.
 
-import { del, get, post, put } from "./api.js";
-import { badge, confirmButton, fill, h, jsonText, messageBox, table } from "./dom.js";
+import { del, get, learnNames, post, put } from "./api.js";
+import { badge, confirmButton, fill, h, jsonText, messageBox, table, tenantRef } from "./dom.js";
 
 const MASK = "***";
 const MODES = ["INHERIT", "LOCKED", "LOCAL"];
@@ -22,7 +22,7 @@ function parseValue(text) {
 
 const enc = encodeURIComponent;
 
-export function configSection(tenant) {
+export function configSection(tenant, writable = true) {
   const base = `/tenants/${tenant.id}/config`;
   const message = messageBox();
   const body = h("div.entries");
@@ -74,7 +74,7 @@ export function configSection(tenant) {
       h("td", {}, entry.locked ? badge("locked", "locked") : null,
         entry.sensitive ? badge("sensitive", "sensitive") : null,
         entry.reveal_to_descendants ? badge("shared below", "shared") : null),
-      h("td.actions", {},
+      writable ? h("td.actions", {},
         h("button.link", {
           type: "button",
           on: {
@@ -96,7 +96,7 @@ export function configSection(tenant) {
           } catch (err) {
             message.show(`Cannot delete ${entry.key}: ${err.describe()}`, "error");
           }
-        }, "link")));
+        }, "link")) : null);
   }
 
   // What saving would do, before saving: the tenants whose resolved value changes, the
@@ -112,7 +112,8 @@ export function configSection(tenant) {
       const { data } = await post(`${base}/${enc(key.value.trim())}/preview`, {
         change: "set", value: parsed.value, locked: locked.checked, sensitive: sensitive.checked,
       }, { query: { limit: 20 } });
-      const lines = data.changes.map((c) => h("li", {}, h("code", {}, c.tenant_id.slice(0, 8)), ": ",
+      await learnNames(data.changes.map((c) => c.tenant_id));
+      const lines = data.changes.map((c) => h("li", {}, tenantRef(c.tenant_id), ": ",
         c.old ? jsonText(c.old.value) : "unset", " → ", c.new ? jsonText(c.new.value) : "unset"));
       fill(impact,
         data.refused ? h("p.message.error", {}, `Would be refused: ${data.refused.code} — ${data.refused.message}`) : null,
@@ -154,12 +155,13 @@ export function configSection(tenant) {
     h("button.secondary", { type: "button", on: { click: previewImpact } }, "Preview impact"),
     h("button", { type: "submit" }, "Save entry"));
   const section = h("section.card", { "aria-labelledby": "config-title" },
-    h("h3", { id: "config-title" }, "Config (own entries)"), body, form, impact, message);
+    h("h3", { id: "config-title" }, "Config (own entries)"), body,
+    writable ? form : null, writable ? impact : null, message);
   load();
   return section;
 }
 
-export function permissionsSection(tenant) {
+export function permissionsSection(tenant, writable = true) {
   const base = `/tenants/${tenant.id}/permissions`;
   const message = messageBox();
   const body = h("div.entries");
@@ -186,7 +188,7 @@ export function permissionsSection(tenant) {
       h("th", { scope: "row" }, h("code", {}, policy.key)),
       h("td", {}, policy.value ? badge("allow", "allow") : badge("deny", "deny")),
       h("td", {}, h("span", { title: MODE_HELP[policy.mode] || "" }, badge(policy.mode, `mode-${policy.mode.toLowerCase()}`))),
-      h("td.actions", {},
+      writable ? h("td.actions", {},
         h("button.link", {
           type: "button",
           on: { click: () => { key.value = policy.key; value.value = String(policy.value); mode.value = policy.mode; } },
@@ -199,7 +201,7 @@ export function permissionsSection(tenant) {
           } catch (err) {
             message.show(`Cannot delete ${policy.key}: ${err.describe()}`, "error");
           }
-        }, "link")));
+        }, "link")) : null);
   }
 
   // What saving would do, before saving (nothing is written).
@@ -213,7 +215,8 @@ export function permissionsSection(tenant) {
       const { data } = await post(`${base}/${enc(key.value.trim())}/preview`, {
         change: "set", value: value.value === "true", mode: mode.value,
       }, { query: { limit: 20 } });
-      const lines = data.changes.map((c) => h("li", {}, h("code", {}, c.tenant_id.slice(0, 8)), ": ",
+      await learnNames(data.changes.map((c) => c.tenant_id));
+      const lines = data.changes.map((c) => h("li", {}, tenantRef(c.tenant_id), ": ",
         c.old ? `${c.old.value} (${c.old.mode})` : "unset", " → ", c.new ? `${c.new.value} (${c.new.mode})` : "unset"));
       fill(impact,
         data.refused ? h("p.message.error", {}, `Would be refused: ${data.refused.code} — ${data.refused.message}`) : null,
@@ -246,7 +249,8 @@ export function permissionsSection(tenant) {
     h("button.secondary", { type: "button", on: { click: previewImpact } }, "Preview impact"),
     h("button", { type: "submit" }, "Save policy"));
   const section = h("section.card", { "aria-labelledby": "permissions-title" },
-    h("h3", { id: "permissions-title" }, "Permission policies (own)"), body, form, impact, message);
+    h("h3", { id: "permissions-title" }, "Permission policies (own)"), body,
+    writable ? form : null, writable ? impact : null, message);
   load();
   return section;
 }

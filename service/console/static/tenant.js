@@ -1,9 +1,9 @@
 // The tenant page: its fields, edits of name and metadata, a child, a move by picking a
 // new parent, archive and restore, and its own config and permission policies.
 
-import { del, get, mergePatch, nameOf, patch, post, remember } from "./api.js";
+import { del, get, learnNames, mergePatch, nameOf, patch, post, remember } from "./api.js";
 import { configSection, permissionsSection } from "./entries.js";
-import { badge, confirmButton, field, fill, h, jsonText, messageBox, when } from "./dom.js";
+import { badge, confirmButton, field, fill, h, jsonText, messageBox, tenantRef, when } from "./dom.js";
 
 function describeMoveError(err, tenant, target) {
   const targetName = target ? `“${target.name}”` : "the top level";
@@ -38,6 +38,8 @@ export async function tenantPage(view, tenantId, app) {
   }
   app.tree.reveal(tenant.id, tenant.status === "active" ? ancestors : null);
   const archived = tenant.status === "archived";
+  // Only what the credential's scopes allow: a read-only key is offered no edit form.
+  const writable = !app.scopes || app.scopes.includes("write");
   const reload = async () => {
     await app.tree.reload();
     await tenantPage(view, tenant.id, app);
@@ -150,8 +152,9 @@ export async function tenantPage(view, tenantId, app) {
         fill(movePreview, h("p.message.error", {}, `Would be refused: ${data.refused.code} — ${data.refused.message}`));
         return;
       }
+      await learnNames(data.changes.map((c) => c.tenant_id));
       const entries = data.changes.flatMap((c) => c.entries.map((e) => h("li", {},
-        h("code", {}, nameOf(c.tenant_id)), ` ${e.kind} ${e.key}: `,
+        tenantRef(c.tenant_id), ` ${e.kind} ${e.key}: `,
         e.old ? JSON.stringify(e.old.value) : "unset", " → ", e.new ? JSON.stringify(e.new.value) : "unset",
         e.shadows_own ? " (overrides its own entry)" : "")));
       fill(movePreview,
@@ -182,7 +185,10 @@ export async function tenantPage(view, tenantId, app) {
         try {
           const { data } = await get("/tenants", { search: text, limit: 10 });
           remember(data.data);
-          fill(candidates, data.data.length ? data.data.map((candidate) => h("li", {},
+          // Not the tenant itself nor anything below it: the move would make a cycle.
+          const inside = (c) => c.id === tenant.id || (c.ancestry_path || "").split("/").includes(tenant.id);
+          const allowed = data.data.filter((c) => !inside(c));
+          fill(candidates, allowed.length ? allowed.map((candidate) => h("li", {},
             h("button.link", {
               type: "button",
               on: {
@@ -191,7 +197,8 @@ export async function tenantPage(view, tenantId, app) {
                   fill(chosen, "New parent: ", h("strong", {}, candidate.name), " ", h("code", {}, candidate.slug));
                   moveButton.disabled = false;
                   moveMessage.clear();
-                  previewMove(candidate);
+                  // The choice and its confirmation are below the list: bring them in view.
+                  previewMove(candidate).then(() => moveButton.scrollIntoView({ block: "nearest" }));
                 },
               },
             }, candidate.name), " ", h("span.node-slug", {}, candidate.slug))) : h("li.empty", {}, "No match."));
@@ -243,15 +250,16 @@ export async function tenantPage(view, tenantId, app) {
         archived ? null : h("a.button", { href: `#/tenants/${tenant.id}/context` }, "Context inspector"))),
     h("div.grid", {},
       h("section.card", { "aria-labelledby": "fields-title" }, h("h3", { id: "fields-title" }, "Fields"), fields),
-      h("section.card", { "aria-labelledby": "edit-title" }, h("h3", { id: "edit-title" }, "Edit"), editForm),
-      configSection(tenant),
-      permissionsSection(tenant),
-      h("section.card", { "aria-labelledby": "child-title" }, h("h3", { id: "child-title" }, "New child"), childForm),
-      h("section.card", { "aria-labelledby": "move-title" }, h("h3", { id: "move-title" }, "Move"), moveForm),
-      h("section.card", { "aria-labelledby": "life-title" },
+      writable ? h("section.card", { "aria-labelledby": "edit-title" }, h("h3", { id: "edit-title" }, "Edit"), editForm) : null,
+      configSection(tenant, writable),
+      permissionsSection(tenant, writable),
+      writable ? h("section.card", { "aria-labelledby": "child-title" }, h("h3", { id: "child-title" }, "New child"), childForm) : null,
+      writable ? h("section.card", { "aria-labelledby": "move-title" }, h("h3", { id: "move-title" }, "Move"), moveForm) : null,
+      writable ? h("section.card", { "aria-labelledby": "life-title" },
         h("h3", { id: "life-title" }, archived ? "Restore" : "Archive"),
         h("p", {}, archived
           ? "Restoring makes the tenant active again (its parent must be active)."
           : "Archiving is a soft delete; it needs no active children and can be undone."),
-        lifecycle, lifeMessage)));
+        lifecycle, lifeMessage) : null,
+      writable ? null : h("p.hint", {}, "This credential can read only: changes need the write scope.")));
 }

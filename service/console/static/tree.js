@@ -2,7 +2,7 @@
 // search by slug or name, archived tenants on request, and highlights for the context
 // inspector.
 
-import { get, remember } from "./api.js";
+import { keep as get, remember } from "./api.js";
 import { badge, fill, h, messageBox } from "./dom.js";
 
 const PAGE = 100;

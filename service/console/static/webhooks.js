@@ -3,7 +3,7 @@
 // them only when a webhook is created or its secret rotated.
 
 import { get, nameOf, post, remember } from "./api.js";
-import { badge, confirmButton, fill, h, jsonText, messageBox, shortId, table, when } from "./dom.js";
+import { badge, confirmButton, fill, h, jsonText, messageBox, shortId, table, tenantRef, when } from "./dom.js";
 
 const DLQ_PAGE = 25;
 
@@ -50,7 +50,7 @@ export async function webhooksPage(view, app) {
   // After an outage: re-queue this endpoint's dead letters created since a time.
   function recoverControl(hook) {
     if (!hook.active) return null;
-    const since = h("input", { type: "datetime-local", "aria-label": "Recover failed deliveries since" });
+    const since = h("input", { type: "datetime-local", name: "recover-since" });
     const button = h("button.secondary", {
       type: "button",
       on: {
@@ -66,7 +66,8 @@ export async function webhooksPage(view, app) {
         },
       },
     }, "Recover");
-    return h("div.recover", {}, since, button);
+    return h("div.recover", {},
+      h("label.recover-since", {}, h("span", {}, "Recover failed deliveries since"), since), button);
   }
 
   async function loadWebhooks() {
@@ -106,7 +107,7 @@ export async function webhooksPage(view, app) {
         }, "Send test");
         return h("tr", { dataset: { webhookId: hook.id } },
           h("td", {}, h("code.url", {}, hook.url), hook.description ? h("div.hint", {}, hook.description) : null),
-          h("td", {}, hook.tenant_id ? h("a", { href: `#/tenants/${hook.tenant_id}` }, nameOf(hook.tenant_id)) : "all tenants",
+          h("td", {}, hook.tenant_id ? tenantRef(hook.tenant_id) : "all tenants",
             hook.include_descendants ? badge("and below") : null),
           h("td", {}, hook.events.join(", ")),
           h("td", {}, hook.active ? badge("active", "active") : badge("inactive", "archived"),

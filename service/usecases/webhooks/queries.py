@@ -12,7 +12,7 @@ from service.auth.principal import Actor, Principal
 from service.base.crypto import DecryptionError
 from service.base.ids import uuid7
 from service.repositories.webhooks import WebhookRow
-from service.schemas.webhooks import ListWebhooksQuery
+from service.schemas.webhooks import TEST_EVENT, ListWebhooksQuery
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord
 from service.usecases.common.tenant_access import visible
@@ -22,8 +22,6 @@ from service.views.webhooks import WebhookTestResult
 from service.webhooks.envelope import SealedSecrets, event_body, signed_request
 from service.webhooks.sender import AttemptResult, WebhookSender
 from service.webhooks.urlguard import UnsafeUrl
-
-TEST_EVENT = "webhook.test"
 
 
 class WebhookQueries:
