@@ -17,6 +17,7 @@ import logging
 import os
 import re
 import sys
+import time
 import traceback
 from collections.abc import Callable, MutableMapping
 from datetime import UTC, datetime
@@ -128,28 +129,55 @@ def configure_logging(level: str = "info", *, stream: TextIO | None = None) -> N
 class _RequestLines:
     """The line every request writes, built without structlog's processor chain (which
     was most of the cost of a cheap request): the same fields, the same redaction of
-    what the client chose (its request id, its method), the same JSON."""
+    what the client chose (its request id, its method), the same JSON. The timestamp's
+    date and time of day are formatted once a second (`datetime.isoformat` per line was
+    a third of the line's cost)."""
 
     def __init__(self, writer: LineWriter) -> None:
         self._writer = writer
         self._pid = os.getpid()
+        self._second = -1
+        self._prefix = ""
+
+    def timestamp(self, now: float) -> str:
+        """`now` (epoch seconds) as structlog's ISO timestamp in UTC, to the microsecond."""
+        second = int(now)
+        if second != self._second:
+            self._prefix = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+            self._second = second
+        return f"{self._prefix}.{int((now - second) * 1_000_000):06d}Z"
 
     def __call__(self, fields: dict[str, Any]) -> None:
-        event = structlog.contextvars.get_contextvars()  # a trace id, when tracing binds one
-        event.update(fields)
+        if _bound_context():  # a trace id, when tracing binds one
+            event = structlog.contextvars.get_contextvars()
+            event.update(fields)
+        else:
+            event = fields
         for name in _CLIENT_CHOSEN:
             value = event.get(name)
-            if isinstance(value, str):
+            if isinstance(value, str) and value not in _PLAIN and _SECRET_SHAPES.search(value):
                 event[name] = _SECRET_SHAPES.sub(REDACTED, value)
         event["event"] = "request"
         event["level"] = "info"
-        event["timestamp"] = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+        event["timestamp"] = self.timestamp(time.time())
         event["pid"] = self._pid
         self._writer.soon(orjson.dumps(event, default=str))
 
 
 # Request fields whose text comes from the client (the route is the template, not the path).
 _CLIENT_CHOSEN = ("request_id", "method")
+# Methods as aiohttp spells them: no secret there to look for.
+_PLAIN = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+# structlog's context variables by name: empty until something binds one, and
+# get_contextvars walks every context variable of the task to find none.
+_STRUCTLOG_VARS: dict[str, Any] | None = getattr(structlog.contextvars, "_CONTEXT_VARS", None)
+
+
+def _bound_context() -> bool:
+    """Whether structlog's context may hold anything (always, if its registry moved)."""
+    return _STRUCTLOG_VARS is None or bool(_STRUCTLOG_VARS)
+
+
 _request_lines: Callable[[dict[str, Any]], None] | None = None
 
 
