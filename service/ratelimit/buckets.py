@@ -6,6 +6,7 @@ it in Redis with the same arithmetic, so several processes share one bucket.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections import OrderedDict
@@ -62,16 +63,26 @@ class Decision(msgspec.Struct, frozen=True):
     def headers(self) -> dict[str, str]:
         """The X-RateLimit-* headers and the IETF RateLimit-Policy / RateLimit fields
         (draft-ietf-httpapi-ratelimit-headers) with the same numbers."""
+        limit, policy = _limit_texts(self.limit, self.window_seconds)
+        remaining = str(self.remaining)
+        reset = str(self.reset_seconds)
         headers = {
-            "X-RateLimit-Limit": str(self.limit),
-            "X-RateLimit-Remaining": str(self.remaining),
-            "X-RateLimit-Reset": str(self.reset_seconds),
-            "RateLimit-Policy": f'"{POLICY}";q={self.limit};w={self.window_seconds}',
-            "RateLimit": f'"{POLICY}";r={self.remaining};t={self.reset_seconds}',
+            "X-RateLimit-Limit": limit,
+            "X-RateLimit-Remaining": remaining,
+            "X-RateLimit-Reset": reset,
+            "RateLimit-Policy": policy,
+            "RateLimit": f'"{POLICY}";r={remaining};t={reset}',
         }
         if not self.allowed:
             headers["Retry-After"] = str(self.retry_after)
         return headers
+
+
+@functools.lru_cache(maxsize=1024)
+def _limit_texts(limit: int, window_seconds: int) -> tuple[str, str]:
+    """A limit's X-RateLimit-Limit and RateLimit-Policy values: the same few limits on
+    every request."""
+    return str(limit), f'"{POLICY}";q={limit};w={window_seconds}'
 
 
 def refill(tokens: float, elapsed: float, limit: Limit) -> float:
