@@ -30,7 +30,7 @@ from service.http.conventions import SERVER, compress_if_asked
 from service.http.middleware import EXCHANGE, Exchange, answer_for, http_error
 from service.http.responses import error_response
 from service.http.routing import Endpoint, Handler
-from service.logs import log_request, request_lines_wanted
+from service.logs import log_request_line, request_lines_wanted
 from service.metrics import Metrics
 from service.settings import IPNetwork
 
@@ -139,17 +139,15 @@ class Pipeline:
             metrics.observe(method, route, status, elapsed)
             if request_lines_wanted():
                 principal = exchange.principal
-                log_request(
-                    {
-                        "request_id": request_id,
-                        "method": method,
-                        # The template, never the raw path: ids stay out of logs and
-                        # metric labels alike.
-                        "route": route,
-                        "status": status,
-                        "duration_ms": round(elapsed * 1000, 2),
-                        "actor_id": principal.actor_id if principal else None,
-                    }
+                # The template, never the raw path: ids stay out of logs and metric
+                # labels alike.
+                log_request_line(
+                    request_id,
+                    method,
+                    route,
+                    status,
+                    elapsed,
+                    principal.actor_id if principal else None,
                 )
             return response
 
