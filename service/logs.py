@@ -199,7 +199,8 @@ class _RequestLines:
 
 
 def _client_chosen(value: Any) -> Any:
-    if isinstance(value, str) and _SECRET_SHAPES.search(value):
+    # Every secret shape holds a "_" or a ".": a generated request id (hex) has neither.
+    if isinstance(value, str) and ("_" in value or "." in value) and _SECRET_SHAPES.search(value):
         return _SECRET_SHAPES.sub(REDACTED, value)
     return value
 

@@ -81,8 +81,12 @@ class Pipeline:
             response: web.StreamResponse
             try:
                 if credentialed:
-                    address = client_address(
-                        request.remote, headers.getall("X-Forwarded-For", ()), proxies
+                    address = (
+                        client_address(
+                            request.remote, headers.getall("X-Forwarded-For", ()), proxies
+                        )
+                        if proxies
+                        else request.remote  # what client_address answers without proxies
                     )
                     exchange.client_address = address
                     principal, error, decision = await admit(

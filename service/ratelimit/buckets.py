@@ -102,14 +102,17 @@ class LocalBuckets:
         """Take `cost` tokens (0 only asks whether one would pass). No await inside, so
         the read and write are atomic on the event loop."""
         now = time.monotonic()
-        tokens, at = self._state.get(bucket, (float(limit.max), now))
-        tokens = refill(tokens, now - at, limit)
+        state = self._state
+        held = state.get(bucket)
+        tokens = float(limit.max) if held is None else refill(held[0], now - held[1], limit)
         allowed = tokens >= 1.0 if cost == 0 else tokens >= cost
         if cost > 0:
             if allowed:
                 tokens -= cost
-            self._state[bucket] = (tokens, now)
-            self._state.move_to_end(bucket)
-            while len(self._state) > self.max_buckets:
-                self._state.popitem(last=False)
+            state[bucket] = (tokens, now)
+            if held is not None:
+                state.move_to_end(bucket)
+            elif len(state) > self.max_buckets:
+                while len(state) > self.max_buckets:
+                    state.popitem(last=False)
         return Decision.from_tokens(allowed, tokens, limit)
