@@ -12,10 +12,14 @@ B_http's app (bench/baselines.py) is measured the same way, so each figure is al
 as B_http's CPU over the endpoint's: the in-process counterpart of "x B_http".
 
     python -m bench.request_cpu [--database-url URL] [--tenants 10000] [--requests 5000]
+                                [--log-level info]
 
 It seeds a database `bench_request_cpu` (on --database-url, else the embedded server
 under .data/bench) with the bench's shapes, then measures a cached GET tenant, a cached
-context at depth 10, both again with the read cache off, and a config write.
+context at depth 10, both again with the read cache off, and a config write. The
+service's logs are at --log-level, by default the service's own default (info: every
+request writes its access line, gathered as the service gathers them), written to
+/dev/null so that the table stays readable.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -136,8 +141,8 @@ async def measure(
 
 async def run_all(args: argparse.Namespace, server: PostgresServer) -> None:
     prepared = await prepare(server, "bench_request_cpu", args.tenants, args.data_dir, 10)
-    configure_logging("warning")
-    env = {**prepared.env, "LOG_LEVEL": "warning"}
+    configure_logging(args.log_level, stream=args.log_stream)
+    env = {**prepared.env, "LOG_LEVEL": args.log_level}
     cached = Settings.from_env(env)
     uncached = Settings.from_env({**env, "READ_CACHE_SIZE": "0"})
     tenant = prepared.seed.samples[0]
@@ -164,6 +169,8 @@ async def run_all(args: argparse.Namespace, server: PostgresServer) -> None:
     baseline: float | None = None
     print(f"{'request':28} {'median us':>10} {'lowest us':>10} {'B_http / it':>12}")
     for name, settings, requests in cases:
+        if args.only and name not in args.only and name != "B_http":
+            continue
         app = create_baseline_app(prepared.dsn, 2) if settings is None else create_app(settings)
         count = args.requests if name != "config_write" else max(50, args.requests // 20)
         median, lowest = await measure(app, requests, count, args.rounds)
@@ -178,8 +185,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tenants", type=int, default=10_000)
     parser.add_argument("--requests", type=int, default=5_000, help="per round")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--log-level", default="info", choices=("debug", "info", "warning", "error")
+    )
+    parser.add_argument(
+        "--only",
+        type=lambda text: set(text.split(",")),
+        default=None,
+        help="comma-separated requests to measure (B_http always is), e.g. "
+        "get_tenant,context_depth10",
+    )
     args = parser.parse_args(argv)
-    with PostgresServer(args.database_url, args.data_dir) as server:
+    with (
+        open(os.devnull, "w") as args.log_stream,
+        PostgresServer(args.database_url, args.data_dir) as server,
+    ):
         loop = new_event_loop()
         try:
             loop.run_until_complete(run_all(args, server))

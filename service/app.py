@@ -43,8 +43,8 @@ from service.http.data_layers import data_layers
 from service.http.freshness import forget_reads_after_writes
 from service.http.heavy_reads import HeavyReads
 from service.http.idempotency import idempotency
-from service.http.middleware import authenticate, request_context
 from service.http.openapi import DocumentCache
+from service.http.pipeline import Pipeline
 from service.http.routing import Api, register
 from service.observability import tracing
 from service.observability.logs import get_logger
@@ -138,17 +138,18 @@ def create_app(
     app[keys.OPENAPI] = DocumentCache()
     app[keys.STOPPING] = asyncio.Event()
     app.on_shutdown.append(_stopping)
-    endpoints = app[keys.ENDPOINTS] = register(app, apis())
     bulkhead = WriteBulkhead(settings.db_writes_per_resource, settings.db_acquire_timeout_seconds)
-    # forget_reads_after_writes wraps idempotency: it runs after held commits.
-    app.middlewares.extend(
-        [
-            *tracing.middlewares(),  # none unless OTEL_* turned tracing on
-            request_context(metrics, endpoints),
-            authenticate(authenticator, endpoints, settings.trusted_proxies),
-            data_layers(bulkhead.middleware(), consistency, forget_reads_after_writes, idempotency),
-        ]
+    pipeline = Pipeline(
+        metrics,
+        authenticator,
+        settings.trusted_proxies,
+        # forget_reads_after_writes wraps idempotency: it runs after held commits.
+        data_layers(bulkhead.middleware(), consistency, forget_reads_after_writes, idempotency),
     )
+    app[keys.ENDPOINTS] = register(app, apis(), pipeline)
+    # None unless OTEL_* turned tracing on: without middlewares aiohttp calls the route's
+    # handler (the pipeline) directly.
+    app.middlewares.extend(tracing.middlewares())
     app.cleanup_ctx.append(_database_lifecycle)
     app.cleanup_ctx.append(_auth_lifecycle)
     # After the database: the delivery worker stops (releasing its claims) before it closes.

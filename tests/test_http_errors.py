@@ -107,3 +107,31 @@ async def test_every_answer_carries_a_request_id(client: TestClient, admin) -> N
     assert len(ids) == 3
     weird = await client.get("/health", headers={"X-Request-ID": "bad id with spaces"})
     assert weird.headers["X-Request-ID"] != "bad id with spaces"
+
+
+async def test_every_path_and_method_no_route_takes_is_the_same_json_404(
+    client: TestClient,
+) -> None:
+    """Requests go through one composed handler per route (service/http/pipeline.py),
+    with no aiohttp middleware: a path no route matches reaches the last, catch-all
+    route, and is answered as any other error, whatever the method."""
+    assert list(client.app.middlewares) == []
+    for method, path in (
+        ("PATCH", "/nowhere"),
+        ("DELETE", "/api/v1/tenants/a/b/c/d/e"),
+        ("HEAD", "/api/v2/tenants"),
+        ("OPTIONS", "/no/such/path"),
+    ):
+        resp = await client.request(method, path, headers={"X-Request-ID": "req-9"})
+        assert resp.status == 404, (method, path)
+        assert resp.headers["X-Request-ID"] == "req-9"
+        assert resp.headers["Server"] == "tenant-service"
+        assert "X-RateLimit-Limit" not in resp.headers  # no caller was asked for
+        if method != "HEAD":
+            assert await resp.json() == {
+                "error": {
+                    "code": "NOT_FOUND",
+                    "message": f"no route for {path}",
+                    "request_id": "req-9",
+                }
+            }

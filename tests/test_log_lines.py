@@ -96,3 +96,22 @@ def test_standard_library_records_are_structlog_lines() -> None:
     )  # fmt: skip
     assert "exception" not in parse
     assert KEY not in result.stdout
+
+
+def test_request_line_timestamps_are_structlogs() -> None:
+    """The request line's timestamp, formatted once a second, reads as structlog's ISO
+    timestamp of the same moment (to the microsecond)."""
+    import io
+    from datetime import UTC, datetime
+
+    from service.observability.log_lines import LineWriter
+    from service.observability.logs import _RequestLines
+
+    lines = _RequestLines(LineWriter(io.StringIO()))
+    for now in (1_764_178_212.000001, 1_764_178_212.5, 1_764_178_213.999999, 1_800_000_000.25):
+        text = lines.timestamp(now)
+        assert len(text) == len("2026-11-26T17:43:32.123456Z")
+        assert text.endswith("Z")
+        expected = datetime.fromtimestamp(now, UTC)
+        written = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        assert abs((written - expected).total_seconds()) <= 2e-6

@@ -32,8 +32,8 @@ def registered_routes(app: web.Application) -> set[tuple[str, str]]:
     for route in app.router.routes():
         resource = route.resource
         assert resource is not None
-        if route.method in ("HEAD", "*"):
-            continue  # HEAD is GET without a body; "*" answers OPTIONS and 405s
+        if route.method in ("HEAD", "OPTIONS", "*"):
+            continue  # HEAD is GET without a body; OPTIONS answers Allow, "*" 405s
         routes.add((route.method.lower(), openapi_path(resource.canonical)))
     return routes
 

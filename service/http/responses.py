@@ -35,13 +35,20 @@ def rendered_response(
 ) -> web.Response:
     """A rendered document with its ETag. A read answers 304 without a body when the
     client's copy is current (If-None-Match); a write's answer is always the document."""
-    all_headers = {**(headers or {}), "ETag": rendered.etag}
-    current = none_match(request.headers.get("If-None-Match"), rendered.etag)
-    if current and status == 200 and request.method in ("GET", "HEAD"):
-        return web.Response(status=304, headers=all_headers)
-    return web.Response(
-        body=rendered.body, status=status, headers=all_headers, content_type="application/json"
-    )
+    etag = rendered.etag
+    client_copy = request.headers.get("If-None-Match")
+    if (
+        client_copy is not None
+        and status == 200
+        and request.method in ("GET", "HEAD")
+        and none_match(client_copy, etag)
+    ):
+        return web.Response(status=304, headers={**(headers or {}), "ETag": etag})
+    # Content-Type among the headers: one multidict built at once.
+    all_headers = {"Content-Type": "application/json", "ETag": etag}
+    if headers:
+        all_headers.update(headers)
+    return web.Response(body=rendered.body, status=status, headers=all_headers)
 
 
 def raw_json_response(

@@ -7,8 +7,8 @@ admin) and describe the API in the OpenAPI document, so the three cannot drift.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
 
 from aiohttp import hdrs, web
 
@@ -71,12 +71,29 @@ class Api:
         return decorate
 
 
-def register(app: web.Application, apis: Iterable[Api]) -> dict[tuple[str, str], Endpoint]:
-    """Add every endpoint to the router: one resource per path holding its methods, HEAD
-    beside each GET (RFC 9110: GET's headers without the body), and a catch-all route
-    that answers OPTIONS (204) and any other method (405) with the Allow header of that
-    path alone. Without it aiohttp falls through to the next resource matching the path,
-    so `/api-keys/dormant` would advertise, and PATCH would reach, `/api-keys/{id}`."""
+# The template of the last route, which takes every path no other route matches.
+NO_ROUTE = "/{tail:.*}"
+
+
+class Wrapper(Protocol):
+    """Puts a route's handler inside the pipeline (service/http/pipeline.py)."""
+
+    def wrap(self, handler: Handler, endpoint: Endpoint | None, route: str | None) -> Handler: ...
+
+    def not_found(self) -> Handler: ...
+
+
+def register(
+    app: web.Application, apis: Iterable[Api], pipeline: Wrapper | None = None
+) -> dict[tuple[str, str], Endpoint]:
+    """Add every endpoint to the router, its handler wrapped by `pipeline`: one resource
+    per path holding its methods, HEAD beside each GET (RFC 9110: GET's headers without
+    the body), and a catch-all route that answers OPTIONS (204) and any other method
+    (405) with the Allow header of that path alone. Without it aiohttp falls through to
+    the next resource matching the path, so `/api-keys/dormant` would advertise, and
+    PATCH would reach, `/api-keys/{id}`. Last, a route for every other path: 404.
+    Without a pipeline (the OpenAPI document's tests) the handlers are registered bare."""
+    wrap = pipeline.wrap if pipeline is not None else _bare
     table: dict[tuple[str, str], Endpoint] = {}
     paths: dict[str, list[Endpoint]] = {}
     for api in apis:
@@ -92,11 +109,30 @@ def register(app: web.Application, apis: Iterable[Api]) -> dict[tuple[str, str],
     for path, endpoints in sorted(paths.items(), key=lambda item: _hot_rank(item[0])):
         resource = app.router.add_resource(path)
         for endpoint in endpoints:
-            resource.add_route(endpoint.method, endpoint.handler)
+            handler = wrap(endpoint.handler, endpoint, path)
+            resource.add_route(endpoint.method, handler)
             if endpoint.method == "GET":
-                resource.add_route("HEAD", endpoint.handler)
-        resource.add_route(hdrs.METH_ANY, _other_methods(allowed_methods(endpoints)))
+                resource.add_route("HEAD", handler)
+        other = _other_methods(allowed_methods(endpoints))
+        # OPTIONS is a read like GET (read scope; read and admin on admin routes),
+        # credentialed wherever the path has a credentialed method; other methods the
+        # path lacks answer 405 before any credential is looked at.
+        resource.add_route(hdrs.METH_OPTIONS, wrap(other, options_endpoint(endpoints), path))
+        resource.add_route(hdrs.METH_ANY, wrap(other, None, path))
+    if pipeline is not None:
+        app.router.add_route(hdrs.METH_ANY, NO_ROUTE, pipeline.not_found())
     return table
+
+
+def options_endpoint(endpoints: list[Endpoint]) -> Endpoint:
+    """The endpoint whose credentials OPTIONS on their path asks for: public only when
+    every method of the path is, admin when any is; its method OPTIONS (read scope)."""
+    chosen = min(endpoints, key=lambda e: (e.public, not e.admin))
+    return replace(chosen, method=hdrs.METH_OPTIONS)
+
+
+def _bare(handler: Handler, endpoint: Endpoint | None, route: str | None) -> Handler:
+    return handler
 
 
 # The hottest paths, hottest first: a SaaS back end asks for a tenant's context or the

@@ -15,10 +15,15 @@ import asyncio
 import atexit
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any, TextIO
 
 FLUSH_AFTER_SECONDS = 0.05
 FLUSH_AT_BYTES = 64 * 1024
+# Records kept unformatted (`later`) at most: about FLUSH_AT_BYTES of request lines.
+FLUSH_AT_RECORDS = 256
+# Formats a batch of records as their lines, each ending in a newline.
+Renderer = Callable[[list[Any]], bytes]
 
 
 class LineWriter:
@@ -28,7 +33,36 @@ class LineWriter:
         self._pending = bytearray()
         self._scheduled = False
         self._lock = threading.Lock()
+        # Lines not yet formatted (`later`): formatted, in order, before any other line
+        # joins the pending ones and before anything is written.
+        self._records: list[Any] = []
+        self._render: Renderer | None = None
         atexit.register(self.flush)
+
+    def later(self, record: Any, render: Renderer) -> None:
+        """Write the line `render` makes of `record` within FLUSH_AFTER_SECONDS. Nothing
+        is formatted now: the records gathered are formatted together when written."""
+        with self._lock:
+            self._records.append(record)
+            self._render = render
+            if len(self._records) >= FLUSH_AT_RECORDS:
+                self._write_pending()
+                return
+            if self._scheduled:
+                return
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                self._write_pending()
+                return
+            self._scheduled = True
+            loop.call_later(FLUSH_AFTER_SECONDS, self.flush)
+
+    def _take_records(self) -> None:
+        """Format the gathered records into the pending lines (the lock is held)."""
+        if self._records and self._render is not None:
+            records, self._records = self._records, []
+            self._pending += self._render(records)
 
     def soon(self, line: bytes) -> None:
         """Write `line` within FLUSH_AFTER_SECONDS."""
@@ -38,6 +72,7 @@ class LineWriter:
             self.now(line)
             return
         with self._lock:
+            self._take_records()
             self._pending += line
             self._pending += b"\n"
             if len(self._pending) >= FLUSH_AT_BYTES:
@@ -49,6 +84,7 @@ class LineWriter:
     def now(self, line: bytes) -> None:
         """Write `line` (and what was gathered before it) now."""
         with self._lock:
+            self._take_records()
             self._pending += line
             self._pending += b"\n"
             self._write_pending()
@@ -56,10 +92,11 @@ class LineWriter:
     def flush(self) -> None:
         with self._lock:
             self._scheduled = False
-            if self._pending:
+            if self._pending or self._records:
                 self._write_pending()
 
     def _write_pending(self) -> None:
+        self._take_records()
         data, self._pending = bytes(self._pending), bytearray()
         try:
             if self._binary is None:  # a text stream without bytes under it (StringIO)

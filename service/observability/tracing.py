@@ -109,6 +109,8 @@ async def trace_request(request: web.Request, handler: Handler) -> web.StreamRes
     parent = TraceContextTextMapPropagator().extract(dict(request.headers))
     resource = request.match_info.route.resource
     route = resource.canonical if resource is not None else None
+    if route == "/{tail:.*}":  # service/http/routing.py's NO_ROUTE: no route matched
+        route = None
     name = f"{request.method} {route}" if route else request.method
     with tracer.start_as_current_span(name, context=parent, kind=SpanKind.SERVER) as span:
         span.set_attributes(server_attributes(request))

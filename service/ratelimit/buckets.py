@@ -6,6 +6,7 @@ it in Redis with the same arithmetic, so several processes share one bucket.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections import OrderedDict
@@ -62,16 +63,26 @@ class Decision(msgspec.Struct, frozen=True):
     def headers(self) -> dict[str, str]:
         """The X-RateLimit-* headers and the IETF RateLimit-Policy / RateLimit fields
         (draft-ietf-httpapi-ratelimit-headers) with the same numbers."""
+        limit, policy = _limit_texts(self.limit, self.window_seconds)
+        remaining = str(self.remaining)
+        reset = str(self.reset_seconds)
         headers = {
-            "X-RateLimit-Limit": str(self.limit),
-            "X-RateLimit-Remaining": str(self.remaining),
-            "X-RateLimit-Reset": str(self.reset_seconds),
-            "RateLimit-Policy": f'"{POLICY}";q={self.limit};w={self.window_seconds}',
-            "RateLimit": f'"{POLICY}";r={self.remaining};t={self.reset_seconds}',
+            "X-RateLimit-Limit": limit,
+            "X-RateLimit-Remaining": remaining,
+            "X-RateLimit-Reset": reset,
+            "RateLimit-Policy": policy,
+            "RateLimit": f'"{POLICY}";r={remaining};t={reset}',
         }
         if not self.allowed:
             headers["Retry-After"] = str(self.retry_after)
         return headers
+
+
+@functools.lru_cache(maxsize=1024)
+def _limit_texts(limit: int, window_seconds: int) -> tuple[str, str]:
+    """A limit's X-RateLimit-Limit and RateLimit-Policy values: the same few limits on
+    every request."""
+    return str(limit), f'"{POLICY}";q={limit};w={window_seconds}'
 
 
 def refill(tokens: float, elapsed: float, limit: Limit) -> float:
@@ -91,14 +102,17 @@ class LocalBuckets:
         """Take `cost` tokens (0 only asks whether one would pass). No await inside, so
         the read and write are atomic on the event loop."""
         now = time.monotonic()
-        tokens, at = self._state.get(bucket, (float(limit.max), now))
-        tokens = refill(tokens, now - at, limit)
+        state = self._state
+        held = state.get(bucket)
+        tokens = float(limit.max) if held is None else refill(held[0], now - held[1], limit)
         allowed = tokens >= 1.0 if cost == 0 else tokens >= cost
         if cost > 0:
             if allowed:
                 tokens -= cost
-            self._state[bucket] = (tokens, now)
-            self._state.move_to_end(bucket)
-            while len(self._state) > self.max_buckets:
-                self._state.popitem(last=False)
+            state[bucket] = (tokens, now)
+            if held is not None:
+                state.move_to_end(bucket)
+            elif len(state) > self.max_buckets:
+                while len(state) > self.max_buckets:
+                    state.popitem(last=False)
         return Decision.from_tokens(allowed, tokens, limit)
