@@ -33,6 +33,7 @@ from service.handlers import (
     impact,
     maintenance,
     observability,
+    ofrep,
     regions,
     roles,
     session,
@@ -82,6 +83,7 @@ def apis() -> list[Api]:
         gdpr.api,
         regions.api,
         maintenance.api,
+        ofrep.api,
         console.api,
         session.api,
     ]

@@ -217,6 +217,10 @@ def test_errors_are_shared_and_the_document_stays_small(document: dict[str, Any]
                     assert response["content"]["application/json"]["schema"] in (
                         {"$ref": "#/components/schemas/TenantBatchError"},
                         {"$ref": "#/components/schemas/Readiness"},
+                        # OFREP's own failure shapes
+                        {"$ref": "#/components/schemas/OfrepEvaluationFailure"},
+                        {"$ref": "#/components/schemas/OfrepFlagNotFound"},
+                        {"$ref": "#/components/schemas/OfrepBulkFailure"},
                     ), status
 
 

@@ -102,7 +102,7 @@ async def list_subtree_contexts(request: web.Request) -> web.StreamResponse:
 @api.route(
     "POST", "/api/v1/contexts/batch",
     summary="Resolved contexts of up to 1,000 named tenants (the others listed as not found)",
-    body=ContextBatch, response="ContextBatchResult", writes=False,
+    body=ContextBatch, response="ContextBatchResult", writes=False, read_scope=True,
     extra={"headers": {200: ("X-Revision",)}},
     errors=("VALIDATION_ERROR", "INSUFFICIENT_SCOPE"),
 )  # fmt: skip

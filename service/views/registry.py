@@ -22,6 +22,13 @@ from service.views.entries import ConfigEntry, PermissionPolicy, TenantContext
 from service.views.errors import Error, TenantBatchError
 from service.views.impact import ConfigChangePreview, MovePreview, PermissionChangePreview
 from service.views.keys import ApiKey, ApiKeyPage, ApiKeyWithPlaintext, EffectiveScopes, Role
+from service.views.ofrep import (
+    OfrepBulkEvaluation,
+    OfrepBulkFailure,
+    OfrepEvaluation,
+    OfrepEvaluationFailure,
+    OfrepFlagNotFound,
+)
 from service.views.probes import Health, Index, Readiness
 from service.views.session import SignedIn
 from service.views.tenants import Tenant, TenantBatchResult, TenantPage
@@ -51,6 +58,11 @@ RESPONSES: dict[str, Any] = {
     "TenantContextList": list[TenantContext],
     "ContextBatchResult": ContextBatchResult,
     "ContextEventStream": ContextEventStream,
+    "OfrepEvaluation": OfrepEvaluation,
+    "OfrepBulkEvaluation": OfrepBulkEvaluation,
+    "OfrepEvaluationFailure": OfrepEvaluationFailure,
+    "OfrepFlagNotFound": OfrepFlagNotFound,
+    "OfrepBulkFailure": OfrepBulkFailure,
     "EncryptionKeyRotation": EncryptionKeyRotation,
     "ApiKey": ApiKey,
     "ApiKeyList": list[ApiKey],
