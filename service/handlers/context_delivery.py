@@ -10,6 +10,7 @@ from aiohttp import web
 
 from service.errors import FieldError, ServiceError
 from service.http.appkeys import (
+    AUTHENTICATOR,
     CONTEXT_STREAMS,
     HEAVY_READS,
     REVISION_FEED,
@@ -18,7 +19,7 @@ from service.http.appkeys import (
     use_cases,
 )
 from service.http.event_streams import serve_stream
-from service.http.middleware import principal_of
+from service.http.middleware import exchange_of, principal_of
 from service.http.requests import parse_query, path_uuid, read_body
 from service.http.responses import raw_json_response
 from service.http.routing import Api
@@ -78,7 +79,21 @@ async def stream_context_changes(request: web.Request) -> web.StreamResponse:
             request.app[REVISION_FEED],
             heartbeat_seconds=settings.context_stream_heartbeat_seconds,
             stopping=request.app[STOPPING],
+            still_admitted=lambda: _still_admitted(request),
         )
+
+
+async def _still_admitted(request: web.Request) -> bool:
+    """Whether the stream's credential still admits it (a rate-limited caller is still
+    who it was: its stream goes on)."""
+    admission = await request.app[AUTHENTICATOR].admit(
+        request.headers.get("X-API-Key"),
+        request.headers.get("Authorization"),
+        exchange_of(request).client_address,
+    )
+    return admission.principal is not None or (
+        admission.error is not None and admission.error.code == "RATE_LIMITED"
+    )
 
 
 @api.route(

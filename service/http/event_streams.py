@@ -6,7 +6,7 @@ subscription's events as the revision log grows."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from aiohttp import web
@@ -71,9 +71,12 @@ async def serve_stream(
     *,
     heartbeat_seconds: float,
     stopping: asyncio.Event,
+    still_admitted: Callable[[], Awaitable[bool]],
 ) -> web.StreamResponse:
     """Write the subscription's events from its position on, until the client goes,
-    the service stops, or (a reset) at once after saying so."""
+    the service stops, the caller's credential no longer admits it (checked at each
+    heartbeat: a revoked key or an expired token), or (a reset) at once after saying
+    so."""
     headers = {
         **answer_headers(request),
         "Content-Type": "text/event-stream",
@@ -108,6 +111,8 @@ async def serve_stream(
             if stopping.is_set():
                 break
             if loop.time() - last_sent >= heartbeat_seconds:
+                if not await still_admitted():
+                    break
                 await response.write(b": heartbeat\n\n")  # keeps proxies from closing it
                 last_sent = loop.time()
         await response.write_eof()
