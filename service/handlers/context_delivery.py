@@ -19,7 +19,7 @@ from service.http.appkeys import (
     use_cases,
 )
 from service.http.event_streams import serve_stream
-from service.http.middleware import exchange_of, principal_of
+from service.http.middleware import principal_of
 from service.http.requests import parse_query, path_uuid, read_body
 from service.http.responses import raw_json_response
 from service.http.routing import Api
@@ -84,15 +84,9 @@ async def stream_context_changes(request: web.Request) -> web.StreamResponse:
 
 
 async def _still_admitted(request: web.Request) -> bool:
-    """Whether the stream's credential still admits it (a rate-limited caller is still
-    who it was: its stream goes on)."""
-    admission = await request.app[AUTHENTICATOR].admit(
-        request.headers.get("X-API-Key"),
-        request.headers.get("Authorization"),
-        exchange_of(request).client_address,
-    )
-    return admission.principal is not None or (
-        admission.error is not None and admission.error.code == "RATE_LIMITED"
+    """Whether the stream's credential still admits it (its rate limit is not charged)."""
+    return await request.app[AUTHENTICATOR].still_admits(
+        request.headers.get("X-API-Key"), request.headers.get("Authorization")
     )
 
 
