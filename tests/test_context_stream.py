@@ -368,6 +368,24 @@ async def test_a_revoked_key_s_stream_ends(client, admin, settings_env) -> None:
     assert await stream.next() is None
 
 
+@pytest.mark.parametrize("settings_env", [{"CONTEXT_STREAM_MAX_SECONDS": "0.2"}])
+async def test_a_stream_ends_after_its_longest_time_and_resumes(
+    client, admin, settings_env
+) -> None:
+    root = (await create_tenant(client, admin))["id"]
+    revision = await sentinel(client, root, admin, 1)
+    stream = await open_stream(client, root, admin, since=revision - 1)
+    [event] = await stream.until(lambda e: True)
+    assert await stream.next() is None  # ended, on the service's side
+    again = await open_stream(client, root, {**admin, "Last-Event-ID": event.id})
+    try:
+        newer = await sentinel(client, root, admin, 2)
+        [resumed] = await again.until(lambda e: True)
+        assert resumed.id == f"{newer}:0"
+    finally:
+        again.close()
+
+
 @pytest.mark.parametrize(
     "settings_env",
     [{"CONTEXT_STREAMS_PER_CALLER": "1", "CONTEXT_STREAMS_PER_PROCESS": "2"}],

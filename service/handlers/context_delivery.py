@@ -78,6 +78,7 @@ async def stream_context_changes(request: web.Request) -> web.StreamResponse:
             delivery,
             request.app[REVISION_FEED],
             heartbeat_seconds=settings.context_stream_heartbeat_seconds,
+            max_seconds=settings.context_stream_max_seconds,
             stopping=request.app[STOPPING],
             still_admitted=lambda: _still_admitted(request),
         )
