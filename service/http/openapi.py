@@ -181,7 +181,8 @@ def _takes_consistency_token(endpoint: Endpoint) -> bool:
 
 
 def _gives_consistency_token(endpoint: Endpoint) -> bool:
-    return endpoint.method not in ("GET", "HEAD", "OPTIONS") and not endpoint.public
+    reads = endpoint.method in ("GET", "HEAD", "OPTIONS") or endpoint.read_scope
+    return not reads and not endpoint.public
 
 
 def _takes_idempotency_key(endpoint: Endpoint) -> bool:
@@ -194,7 +195,8 @@ def describe(endpoint: Endpoint) -> str:
     if endpoint.public:
         needs = "No credentials needed."
     else:
-        scopes = required_scopes(endpoint.method, endpoint.admin)
+        method = "GET" if endpoint.read_scope else endpoint.method  # a POST that only reads
+        scopes = required_scopes(method, endpoint.admin)
         needs = f"Needs the {' and '.join(scopes)} scope{'s' if len(scopes) > 1 else ''}."
     parts = [endpoint.summary.rstrip(".") + ".", needs]
     if "X-Next-Cursor" in endpoint.extra.get("headers", {}).get(endpoint.status, ()):
@@ -222,7 +224,7 @@ def _headers(endpoint: Endpoint, status: int) -> dict[str, Any]:
     if status < 300 and _takes_idempotency_key(endpoint):
         names.append("Idempotent-Replayed")
     if status < 300 and _gives_consistency_token(endpoint):
-        names.append("X-Consistency-Token")
+        names += ["X-Consistency-Token", "X-Revision"]
     names += endpoint.extra.get("headers", {}).get(status, ())
     return {name: header_ref(name) for name in names}
 

@@ -64,8 +64,12 @@ class Pipeline:
         proxies = self.trusted_proxies
         data = self.data
         credentialed = endpoint is not None and not endpoint.public
+        # A POST that only reads (batch reads, flag evaluations) needs what a GET needs.
+        scope_method = "GET" if endpoint is not None and endpoint.read_scope else None
         required = frozenset(
-            required_scopes(endpoint.method, endpoint.admin) if endpoint is not None else ()
+            required_scopes(scope_method or endpoint.method, endpoint.admin)
+            if endpoint is not None
+            else ()
         )
         admin = endpoint is not None and endpoint.admin
 
@@ -99,7 +103,7 @@ class Pipeline:
                     assert principal is not None
                     exchange.principal = principal
                     if not required <= principal.scopes:
-                        authorize(principal, method, admin)
+                        authorize(principal, scope_method or method, admin)
                 if method in SAFE_METHODS and HEADER not in headers:
                     response = await handler(request)
                 else:
