@@ -1,0 +1,170 @@
+"""ContextCache against the real service: after random sequences of changes (config and
+permission writes and deletes, locks, moves into and out of the subtree, archive,
+restore, batch creates), the contexts the stream-fed cache holds equal GET /context for
+every tenant of the subtree, and no other; callbacks carry the old and new context;
+read-your-writes through `min_revision`."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from typing import Any
+
+import pytest
+
+from tenant_context import ApiError, Client, ContextCache
+from tests.support.client_service import issue_key, live  # noqa: F401 (fixture)
+from tests.support.live_app import LiveApp
+
+WAIT = 10.0
+
+
+def slug() -> str:
+    return "c" + uuid.uuid4().hex[:12]
+
+
+@pytest.fixture(scope="module")
+def api(live: LiveApp) -> Client:  # noqa: F811
+    return Client(live.base, api_key=issue_key(live))
+
+
+def subtree(api: Client, root_id: str) -> set[str]:
+    return {root_id} | {t["id"] for t in api.descendants(root_id)}
+
+
+def settle(api: Client, cache: ContextCache, root_id: str, step: int) -> None:
+    """A write the subtree sees, then wait for the stream to reach it: every earlier
+    change has then reached the cache (the stream is in revision order)."""
+    api.put_config(root_id, "settle", step)
+    meta = api.last_response
+    assert meta is not None
+    assert meta.revision is not None
+    assert cache.wait_for_revision(meta.revision, WAIT), (cache.revision, meta.revision)
+
+
+def assert_mirrors(api: Client, cache: ContextCache, root_id: str) -> None:
+    members = subtree(api, root_id)
+    assert set(cache.tenant_ids()) == members
+    for tenant_id in members:
+        assert cache.get(tenant_id) == api.get_context(tenant_id), tenant_id
+
+
+class World:
+    """A subtree under `root` and a tree `outside` it, changed at random."""
+
+    def __init__(self, api: Client, seed: int) -> None:
+        self.api = api
+        self.rng = random.Random(seed)
+        self.root = api.create_tenant("Root", slug(), config={"plan": "free"})["id"]
+        self.outside = api.create_tenant("Outside", slug())["id"]
+        self.archived: list[str] = []
+        for _ in range(6):
+            self.create(self.rng.choice(self.members()))
+
+    def members(self) -> list[str]:
+        return sorted(subtree(self.api, self.root))
+
+    def create(self, parent: str) -> None:
+        self.api.create_tenant("T", slug(), parent_id=parent)
+
+    def step(self) -> None:
+        rng, api = self.rng, self.api
+        inside = self.members()
+        tenant = rng.choice(inside)
+        key = rng.choice(["plan", "seats", "region", "beta"])
+        action = rng.choice(
+            ["put", "put", "lock", "delete", "permission", "unpermit", "move_out",
+             "move_in", "archive", "restore", "batch", "outside"]
+        )  # fmt: skip
+        try:
+            if action in ("put", "lock"):
+                api.put_config(tenant, key, rng.randint(0, 99), locked=action == "lock")
+            elif action == "delete":
+                api.delete_config(tenant, key)
+            elif action == "permission":
+                api.put_permission(tenant, "billing", rng.random() < 0.5,
+                                   mode=rng.choice(["INHERIT", "LOCAL", "LOCKED"]))  # fmt: skip
+            elif action == "unpermit":
+                api.delete_permission(tenant, "billing")
+            elif action == "move_out" and tenant != self.root:
+                api.move_tenant(tenant, self.outside)
+            elif action == "move_in":
+                away = [t["id"] for t in api.descendants(self.outside)]
+                if away:
+                    api.move_tenant(rng.choice(away), rng.choice(inside))
+            elif action == "archive" and tenant != self.root:
+                api.archive_tenant(tenant)
+                self.archived.append(tenant)
+            elif action == "restore" and self.archived:
+                api.restore_tenant(self.archived.pop(rng.randrange(len(self.archived))))
+            elif action == "batch":
+                api.create_tenants([{"name": "B", "slug": slug(), "parent_id": tenant,
+                                     "config": {"seats": rng.randint(1, 9)}}
+                                    for _ in range(rng.randint(1, 3))])  # fmt: skip
+            elif action == "outside":
+                api.put_config(self.outside, key, rng.randint(0, 99))
+        except ApiError as refused:
+            # Refusals are part of the game (a lock below a lock, archiving a parent,
+            # restoring under an archived parent); a refused write changes nothing.
+            if refused.status not in (404, 409, 410):
+                raise
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_stream_fed_cache_equals_get_context(api: Client, seed: int) -> None:
+    world = World(api, seed)
+    changes: list[tuple[str, Any, Any]] = []
+    cache = ContextCache(api, world.root, on_change=lambda *change: changes.append(change))
+    with cache:
+        assert_mirrors(api, cache, world.root)
+        for round_ in range(3):
+            for _ in range(15):
+                world.step()
+            settle(api, cache, world.root, round_)
+            assert_mirrors(api, cache, world.root)
+        assert cache.connected
+        assert cache.staleness < WAIT
+    assert changes
+    for tenant_id, old, new in changes:
+        assert old != new
+        assert (new or old)["tenant_id"] == tenant_id
+
+
+def test_callback_and_read_your_writes(api: Client) -> None:
+    root = api.create_tenant("Root", slug(), config={"plan": "free"})
+    child = api.create_tenant("Child", slug(), parent_id=root["id"])
+    seen: list[tuple[str, Any, Any]] = []
+    with ContextCache(api, root["id"], on_change=lambda *c: seen.append(c)) as cache:
+        before = cache.get(child["id"])
+        assert before is not None
+        assert before["resolved_config"]["plan"]["value"] == "free"
+        api.put_config(root["id"], "plan", "pro", locked=True)
+        meta = api.last_response
+        assert meta is not None
+        assert meta.revision is not None
+        after = cache.get(child["id"], min_revision=meta.revision)
+        assert after is not None
+        assert after["resolved_config"]["plan"] == {
+            "key": "plan", "value": "pro", "source_tenant_id": root["id"],
+            "inherited": True, "locked": True,
+        }  # fmt: skip
+        assert cache.wait_for_revision(meta.revision, WAIT)
+        assert cache.revision >= meta.revision
+    by_tenant = {tenant: (old, new) for tenant, old, new in seen}
+    assert by_tenant[child["id"]] == (before, after)
+    assert set(by_tenant) == {root["id"], child["id"]}
+
+
+def test_scoped_key_caches_its_subtree(api: Client) -> None:
+    root = api.create_tenant("Scoped", slug())
+    child = api.create_tenant("Child", slug(), parent_id=root["id"])
+    key = api.create_api_key("reader", tenant_id=root["id"], scopes=["read"])
+    reader = Client(api.base_url, api_key=key["plaintext_key"])
+    with ContextCache(reader, root["id"]) as cache:
+        assert set(cache.tenant_ids()) == {root["id"], child["id"]}
+        api.put_config(child["id"], "x", 1)
+        meta = api.last_response
+        assert meta is not None
+        assert meta.revision is not None
+        assert cache.wait_for_revision(meta.revision, WAIT)
+        assert cache.value(child["id"], "x") == 1
