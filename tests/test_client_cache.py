@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -168,3 +169,27 @@ def test_scoped_key_caches_its_subtree(api: Client) -> None:
         assert meta.revision is not None
         assert cache.wait_for_revision(meta.revision, WAIT)
         assert cache.value(child["id"], "x") == 1
+
+
+def test_readme_use_it_from_your_app(
+    live: LiveApp,  # noqa: F811
+    api: Client,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The README's five lines, as pasted, with the reader's key and tenants."""
+    from openfeature import api as openfeature_api
+
+    text = (Path(__file__).parents[1] / "README.md").read_text()
+    section = text[text.index("## Use it from your app") :]
+    code = section[
+        section.index("```python\n") + 10 : section.index("```\n", section.index("```python"))
+    ]
+    assert len(code.strip().splitlines()) == 5
+    root = api.create_tenant("Readme", slug(), config={"plan": "pro"})
+    child = api.create_tenant("Child", slug(), parent_id=root["id"])
+    code = code.replace("http://localhost:8080", live.base)
+    try:
+        exec(code, {"ROOT_ID": root["id"], "TENANT_ID": child["id"], "KEY": issue_key(live)})  # noqa: S102
+        assert capsys.readouterr().out == "pro\n"
+    finally:
+        openfeature_api.clear_providers()
