@@ -31,6 +31,8 @@ from tenant_context.client import Client
 from tenant_context.models import TenantContext
 
 PERMISSION_PREFIX = "permission/"
+# The SDK asks for the metadata on every evaluation.
+_METADATA = Metadata(name="tenant-context")
 T = TypeVar("T")
 Structure = Sequence[FlagValueType] | Mapping[str, FlagValueType]
 FlagMeta = dict[str, bool | int | float | str]
@@ -58,7 +60,7 @@ class TenantContextProvider(AbstractProvider):
         return cls(ContextCache(client, root_tenant_id), owns_cache=True)
 
     def get_metadata(self) -> Metadata:
-        return Metadata(name="tenant-context")
+        return _METADATA
 
     def initialize(self, evaluation_context: EvaluationContext) -> None:
         if self.cache._thread is None:
@@ -111,9 +113,22 @@ class TenantContextProvider(AbstractProvider):
         kind_name: str,
     ) -> FlagResolutionDetails[T]:
         tenant_id = evaluation_context.targeting_key if evaluation_context else None
+        context = self.cache._contexts.get(tenant_id) if tenant_id else None
+        entry = context["resolved_config"].get(flag_key) if context is not None else None
+        if entry is not None and type(entry["value"]) is kind and "masked_reason" not in entry:
+            # The common case, without the checks below (an evaluation's cost is mostly
+            # the SDK's own; this keeps ours small).
+            return FlagResolutionDetails(
+                value=entry["value"],
+                reason=Reason.CACHED,
+                flag_metadata={
+                    "source_tenant_id": entry["source_tenant_id"],
+                    "inherited": entry["inherited"],
+                    "locked": entry["locked"],
+                },
+            )
         if not tenant_id:
             raise TargetingKeyMissingError("the evaluation context needs a targeting key")
-        context = self.cache._contexts.get(tenant_id)
         if context is None:
             raise InvalidContextError(f"tenant {tenant_id} is not in the cached subtree")
         value, metadata = _lookup(context, flag_key)
