@@ -53,7 +53,7 @@ def tree(api: Client) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def flags(live: LiveApp, key: str) -> Iterator[OpenFeatureClient]:  # noqa: F811
     provider = OFREPProvider(live.base, headers_factory=lambda: {"X-API-Key": key})
-    openfeature_api.set_provider(provider, domain=DOMAIN)
+    openfeature_api.set_provider_and_wait(provider, domain=DOMAIN)
     try:
         yield openfeature_api.get_client(DOMAIN)
     finally:

@@ -45,7 +45,7 @@ def tree(api: Client) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def provider(api: Client, tree: dict[str, str]) -> Iterator[TenantContextProvider]:
     provider = TenantContextProvider(ContextCache(api, tree["root"]))
-    openfeature_api.set_provider(provider, domain=DOMAIN)  # starts the cache
+    openfeature_api.set_provider_and_wait(provider, domain=DOMAIN)  # starts the cache
     try:
         yield provider
     finally:
