@@ -5,18 +5,22 @@ caller's default value."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
+from typing import cast
 
 import pytest
 from openfeature import api as openfeature_api
 from openfeature.client import OpenFeatureClient
 from openfeature.evaluation_context import EvaluationContext
+from openfeature.event import EventDetails, ProviderEvent
 from openfeature.exception import ErrorCode
 from openfeature.flag_evaluation import Reason
 
 from tenant_context import Client, ContextCache
-from tenant_context.openfeature import TenantContextProvider
+from tenant_context.models import TenantContext
+from tenant_context.openfeature import TenantContextProvider, changed_flags
 from tests.support.client_service import issue_key, live  # noqa: F401 (fixture)
 from tests.support.live_app import LiveApp
 
@@ -108,9 +112,39 @@ def test_error_codes_give_the_default(flags: OpenFeatureClient, tree: dict[str, 
 def test_a_change_reaches_the_evaluation(
     api: Client, provider: TenantContextProvider, flags: OpenFeatureClient, tree: dict[str, str]
 ) -> None:
-    api.put_config(tree["root"], "plan", "enterprise")
-    meta = api.last_response
-    assert meta is not None
-    assert meta.revision is not None
-    assert provider.cache.wait_for_revision(meta.revision, 10.0)
-    assert flags.get_string_value("plan", "free", of(tree["child"])) == "enterprise"
+    announced: list[EventDetails] = []
+    both = threading.Event()
+
+    def changed(details: EventDetails) -> None:
+        announced.append(details)
+        tenants = {
+            d.metadata.get("tenant_id") for d in announced if "plan" in (d.flags_changed or [])
+        }
+        if tenants >= {tree["root"], tree["child"]}:
+            both.set()
+
+    flags.add_handler(ProviderEvent.PROVIDER_CONFIGURATION_CHANGED, changed)
+    try:
+        api.put_config(tree["root"], "plan", "enterprise")
+        meta = api.last_response
+        assert meta is not None
+        assert meta.revision is not None
+        assert provider.cache.wait_for_revision(meta.revision, 10.0)
+        assert flags.get_string_value("plan", "free", of(tree["child"])) == "enterprise"
+        assert both.wait(10.0), announced
+    finally:
+        flags.remove_handler(ProviderEvent.PROVIDER_CONFIGURATION_CHANGED, changed)
+    child_event = next(d for d in announced if d.metadata.get("tenant_id") == tree["child"])
+    assert child_event.flags_changed == ["plan"]
+    assert child_event.provider_name == "tenant-context"
+
+
+def test_changed_flags() -> None:
+    def ctx(config: dict[str, object], permissions: dict[str, object]) -> TenantContext:
+        return cast(TenantContext, {"resolved_config": config, "resolved_permissions": permissions})
+
+    old = ctx({"a": {"value": 1}, "b": {"value": 2}}, {"p": {"value": True}})
+    new = ctx({"a": {"value": 1}, "c": {"value": 3}}, {"p": {"value": False}})
+    assert changed_flags(old, new) == ["b", "c", "permission/p"]
+    assert changed_flags(None, new) == ["a", "c", "permission/p"]
+    assert changed_flags(old, None) == ["a", "b", "permission/p"]

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from openfeature.evaluation_context import EvaluationContext
+from openfeature.event import ProviderEventDetails
 from openfeature.exception import (
     FlagNotFoundError,
     InvalidContextError,
@@ -49,6 +50,11 @@ class TenantContextProvider(AbstractProvider):
         super().__init__()
         self.cache = cache
         self._owns_cache = owns_cache
+        # Every change the stream brings becomes PROVIDER_CONFIGURATION_CHANGED, naming
+        # the flags (config keys, permission/<key>) that changed for that tenant; the
+        # cache's own callback, if any, still runs first.
+        self._app_callback = cache.on_change
+        cache.on_change = self._changed
 
     @classmethod
     def connect(
@@ -61,6 +67,17 @@ class TenantContextProvider(AbstractProvider):
 
     def get_metadata(self) -> Metadata:
         return _METADATA
+
+    def _changed(
+        self, tenant_id: str, old: TenantContext | None, new: TenantContext | None
+    ) -> None:
+        if self._app_callback is not None:
+            self._app_callback(tenant_id, old, new)
+        flags = changed_flags(old, new)
+        if flags:
+            self.emit_provider_configuration_changed(
+                ProviderEventDetails(flags_changed=flags, metadata={"tenant_id": tenant_id})
+            )
 
     def initialize(self, evaluation_context: EvaluationContext) -> None:
         if self.cache._thread is None:
@@ -137,6 +154,17 @@ class TenantContextProvider(AbstractProvider):
             reason=Reason.CACHED,
             flag_metadata=metadata,
         )
+
+
+def changed_flags(old: TenantContext | None, new: TenantContext | None) -> list[str]:
+    """The flag keys whose value or metadata differ between two contexts of a tenant."""
+    names: list[str] = []
+    for part, prefix in (("resolved_config", ""), ("resolved_permissions", PERMISSION_PREFIX)):
+        before: dict[str, Any] = dict(old[part]) if old else {}  # type: ignore[literal-required]
+        after: dict[str, Any] = dict(new[part]) if new else {}  # type: ignore[literal-required]
+        names += sorted(prefix + k for k in before.keys() | after.keys()
+                        if before.get(k) != after.get(k))  # fmt: skip
+    return names
 
 
 def _lookup(context: TenantContext, flag_key: str) -> tuple[Any, FlagMeta]:
