@@ -129,6 +129,12 @@ HEADERS: dict[str, dict[str, Any]] = {
         "as X-Consistency-Token on later reads to be sure to read this write",
         "schema": {"type": "string"},
     },
+    "X-Revision": {
+        "description": "The newest revision of tenant data when the answer was made (on a "
+        "write: at or past the write's own): a stream of context changes that reached it "
+        "shows everything committed before (docs/context-delivery.md)",
+        "schema": {"type": "integer", "minimum": 0},
+    },
     "Link": {
         "description": 'The next page (RFC 8288, rel="next"); absent on the last page',
         "schema": {"type": "string"},
