@@ -123,6 +123,12 @@ def test_idempotency_key_replays_and_consistency_token(api: Client) -> None:
     assert token is not None
     assert api.last_response is not None
     assert api.last_response.consistency_token == token
+    first_revision = api.last_response.revision
+    assert isinstance(first_revision, int)
+    api.put_config(first["id"], "plan", "pro")
+    assert api.last_response is not None
+    assert api.last_response.revision is not None
+    assert api.last_response.revision > first_revision
     again = api.create_tenant("Once", name, idempotency_key=f"k-{name}")
     assert again == first
     assert api.last_response.headers.get("Idempotent-Replayed") == "true"
