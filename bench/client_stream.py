@@ -1,0 +1,197 @@
+"""The change stream seen from the Python client, against one `tenant-service serve`.
+
+    python -m bench.client_stream [--database-url URL] [--port 18450] [--clients 200]
+
+- latency: `--clients` ContextCaches (one thread each) follow a small subtree; each of
+  `--writes` config writes at its root is timed from the write's answer to each
+  client's change callback (p50, p99, max);
+- lock at scale: `--big-clients` caches follow a root with `--tenants` - 1 descendants;
+  a locked config entry is set at that root, timed from the answer until every cache
+  holds all the new contexts;
+- idle streams: `--idle` raw stream connections held open; the service process's RSS
+  before and after (psutil);
+- reconnects: `--reconnect` raw connections at once with Last-Event-ID, each until its
+  first event arrives; the time for all, and any 5xx.
+Figures only; the targets are in docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import psutil
+
+from bench.environment import PostgresServer, ServiceProcess, run_cli, service_env
+from tenant_context import Client, ContextCache
+
+DATABASE = "bench_client_stream"
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def latency(client: Client, clients: int, writes: int) -> dict[str, float]:
+    root = client.create_tenant("Latency", f"latency_{int(time.time())}")["id"]
+    arrived: dict[int, list[float]] = {}
+    lock = threading.Condition()
+
+    def callback(tenant_id: str, old: Any, new: Any) -> None:
+        if new is None or "n" not in new["resolved_config"]:
+            return
+        with lock:
+            arrived.setdefault(new["resolved_config"]["n"]["value"], []).append(time.monotonic())
+            lock.notify_all()
+
+    caches = [ContextCache(client, root, on_change=callback).start() for _ in range(clients)]
+    delays: list[float] = []
+    try:
+        for n in range(writes):
+            client.put_config(root, "n", n)
+            answered = time.monotonic()
+            with lock:
+                if not lock.wait_for(lambda: len(arrived.get(n, [])) >= clients, 30):  # noqa: B023
+                    raise RuntimeError(f"write {n}: {len(arrived.get(n, []))} of {clients}")
+                delays += [(t - answered) * 1000 for t in arrived[n]]
+    finally:
+        for cache in caches:
+            cache.close()
+    return {"p50_ms": statistics.median(delays), "p99_ms": percentile(delays, 0.99),
+            "max_ms": max(delays), "events": len(delays)}  # fmt: skip
+
+
+def lock_at_scale(client: Client, tenants: int, clients: int) -> dict[str, float]:
+    root = client.create_tenant("Big", f"big_{int(time.time())}")["id"]
+    for start in range(0, tenants - 1, 100):
+        count = min(100, tenants - 1 - start)
+        client.create_tenants([{"name": f"T{start + i}", "slug": f"t{start + i}_{root[:8]}",
+                                "parent_id": root} for i in range(count)])  # fmt: skip
+    caches = [ContextCache(client, root).start() for _ in range(clients)]
+    try:
+        assert all(len(cache) == tenants for cache in caches), [len(c) for c in caches]
+        client.put_config(root, "plan", "locked", locked=True)
+        answered = time.monotonic()
+        meta = client.last_response
+        assert meta is not None
+        assert meta.revision is not None
+        for cache in caches:
+            if not cache.wait_for_revision(meta.revision, 60):
+                raise RuntimeError("a cache did not reach the lock's revision in 60 s")
+        elapsed = time.monotonic() - answered
+        for cache in caches:
+            assert all(cache.value(t, "plan") == "locked" for t in cache.tenant_ids())
+    finally:
+        for cache in caches:
+            cache.close()
+    return {"all_contexts_s": elapsed, "clients": clients, "tenants": tenants}
+
+
+async def idle_and_reconnect(
+    base: str, key: str, root: str, idle: int, reconnect: int, pid: int
+) -> dict[str, float]:
+    process = psutil.Process(pid)
+    path = f"{base}/api/v1/tenants/{root}/context-changes"
+    headers = {"X-API-Key": key, "Accept": "text/event-stream"}
+    before = process.memory_info().rss
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        streams = []
+        for _ in range(idle):
+            answer = await session.get(path, headers=headers, timeout=aiohttp.ClientTimeout())
+            if answer.status != 200:
+                raise RuntimeError(f"idle stream refused: {answer.status}")
+            streams.append(answer)
+        await asyncio.sleep(2)  # let the service settle its buffers before reading its size
+        during = process.memory_info().rss
+        for answer in streams:
+            answer.close()
+        resumed, failures = await _reconnect(session, base, path, headers, reconnect)
+    return {"idle_streams": idle, "rss_before_mb": before / 2**20, "rss_idle_mb": during / 2**20,
+            "per_stream_kb": (during - before) / max(idle, 1) / 1024,
+            "reconnects": reconnect, "all_resumed_s": resumed, "failures": failures}  # fmt: skip
+
+
+async def _reconnect(
+    session: aiohttp.ClientSession, base: str, path: str, headers: dict[str, str], count: int
+) -> tuple[float, int]:
+    async with session.put(f"{path.rsplit('/', 1)[0]}/config/resume", headers=headers,
+                           json={"value": 0}) as answer:  # fmt: skip
+        revision = int(answer.headers["X-Revision"])
+    async with session.put(f"{path.rsplit('/', 1)[0]}/config/resume", headers=headers,
+                           json={"value": 1}) as answer:  # fmt: skip
+        answer.raise_for_status()
+    failures = 0
+
+    async def one() -> None:
+        nonlocal failures
+        resume = {**headers, "Last-Event-ID": f"{revision}:0"}
+        async with session.get(path, headers=resume) as answer:
+            if answer.status >= 500 or answer.status != 200:
+                failures += 1
+                return
+            async for line in answer.content:
+                if line.startswith(b"event: context"):
+                    return
+
+    started = time.monotonic()
+    await asyncio.wait_for(asyncio.gather(*(one() for _ in range(count))), 120)
+    return time.monotonic() - started, failures
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    with PostgresServer(args.database_url, args.data_dir) as server:
+        dsn = await server.fresh_database(DATABASE)
+        env = {**service_env(dsn, args.data_dir / DATABASE, 10), "STREAM_MAX_PER_KEY": "5000",
+               "STREAM_MAX_PER_PROCESS": "5000"}  # fmt: skip
+        await run_cli(env, "migrate")
+        created = await run_cli(env, "api-keys", "create", "--name", "bench",
+                                "--scopes", "read,write,admin", "--json")  # fmt: skip
+        key = json.loads(created)["plaintext_key"]
+        service = ServiceProcess(env, args.port)
+        await service.start()
+        try:
+            client = Client(service.base_url, api_key=key, timeout=60)
+            figures: dict[str, Any] = {}
+            figures["latency"] = await asyncio.to_thread(latency, client, args.clients, args.writes)
+            print("latency", figures["latency"], flush=True)
+            figures["lock"] = await asyncio.to_thread(
+                lock_at_scale, client, args.tenants, args.big_clients
+            )
+            print("lock", figures["lock"], flush=True)
+            root = client.create_tenant("Idle", f"idle_{int(time.time())}")["id"]
+            assert service.pid is not None
+            figures["streams"] = await idle_and_reconnect(
+                service.base_url, key, root, args.idle, args.reconnect, service.pid
+            )
+            print("streams", figures["streams"], flush=True)
+            return figures
+        finally:
+            await service.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.client_stream", description=__doc__)
+    parser.add_argument("--database-url", default=None)
+    parser.add_argument("--data-dir", type=Path, default=Path(".data/bench"))
+    parser.add_argument("--port", type=int, default=18450)
+    parser.add_argument("--clients", type=int, default=200)
+    parser.add_argument("--writes", type=int, default=30)
+    parser.add_argument("--tenants", type=int, default=10_001)
+    parser.add_argument("--big-clients", type=int, default=3)
+    parser.add_argument("--idle", type=int, default=1000)
+    parser.add_argument("--reconnect", type=int, default=500)
+    args = parser.parse_args(argv)
+    print(json.dumps(asyncio.run(run(args)), indent=2))
+
+
+if __name__ == "__main__":
+    main()
