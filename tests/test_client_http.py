@@ -268,3 +268,21 @@ def test_package_files() -> None:
     root = Path(mirror.HERE)
     assert (root / "py.typed").exists()
     assert (root.parents[1] / "pyproject.toml").read_text().count('name = "tenant-context"') == 1
+
+
+def test_read_your_writes_sends_the_latest_write_token() -> None:
+    seen: list[httpx.Request] = []
+    answers = [
+        httpx.Response(200, json={"key": "plan"}, headers={"X-Consistency-Token": "w1"}),
+        httpx.Response(200, json={"id": "t1"}, headers={"X-Consistency-Token": "r9"}),
+        httpx.Response(200, json={"id": "t1"}),
+    ]
+    http = httpx.Client(transport=_scripted(answers, seen))
+    api = Client("http://service.test", token="jwt", http=http, read_your_writes=True)
+    api.put_config("t1", "plan", "pro")
+    api.get_tenant("t1")
+    api.get_tenant("t1")
+    assert [r.headers.get("X-Consistency-Token") for r in seen] == [None, "w1", "w1"]
+    assert seen[0].headers["Authorization"] == "Bearer jwt"
+    assert "Idempotency-Key" not in seen[0].headers  # a PUT is idempotent by itself
+    assert api.consistency_token == "w1"  # a read's token never replaces a write's
