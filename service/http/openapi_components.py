@@ -96,6 +96,15 @@ PARAMETERS["X-Consistency-Token"] = {
     "schema": {"type": "string", "pattern": "^A[Q-Za-f][A-Za-z0-9_-]{10}$"},
     "example": "AQAAAAABX2do",
 }
+PARAMETERS["Last-Event-ID"] = {
+    "name": "Last-Event-ID",
+    "in": "header",
+    "required": False,
+    "description": "The id of the last event received (`<revision>:<index>`, or a bare "
+    "revision): the stream goes on after it. Wins over `since`.",
+    "schema": {"type": "string", "pattern": "^[0-9]{1,18}(:[0-9]{1,9})?$"},
+    "example": "42:0",
+}
 # Response headers, described once under components.headers and referenced.
 HEADERS: dict[str, dict[str, Any]] = {
     "X-Request-ID": {

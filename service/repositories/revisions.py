@@ -13,6 +13,14 @@ from service.db.repository import NamedSql, Repository
 
 
 @dataclass(frozen=True, slots=True)
+class Horizon:
+    """The newest revision retention removed, and the oldest one the log still holds."""
+
+    purged_through: int
+    oldest_kept: int
+
+
+@dataclass(frozen=True, slots=True)
 class LoggedChange:
     """One tenant a revision changed, as a subscriber of a subtree sees it: `inside`
     when the tenant is active inside the subtree after the revision (else it left)."""
@@ -53,8 +61,12 @@ class RevisionsRepository(Repository):
     async def current_revision(self, conn: asyncpg.Connection) -> int:
         return int(await self._current.value(conn))
 
-    async def revision_horizon(self, conn: asyncpg.Connection) -> int:
-        return int(await self._horizon.value(conn))
+    async def revision_horizon(self, conn: asyncpg.Connection) -> Horizon:
+        row = await self._horizon.one(conn)
+        assert row is not None  # the table holds its one row from the migration on
+        purged = int(row["purged_through"])
+        oldest = row["oldest_kept"]
+        return Horizon(purged, purged + 1 if oldest is None else int(oldest))
 
     async def list_context_changes(
         self,

@@ -17,10 +17,18 @@ from service.views.compliance import (
     RegionMigration,
     TenantExport,
 )
+from service.views.contexts import ContextBatchResult, ContextEventStream
 from service.views.entries import ConfigEntry, PermissionPolicy, TenantContext
 from service.views.errors import Error, TenantBatchError
 from service.views.impact import ConfigChangePreview, MovePreview, PermissionChangePreview
 from service.views.keys import ApiKey, ApiKeyPage, ApiKeyWithPlaintext, EffectiveScopes, Role
+from service.views.ofrep import (
+    OfrepBulkEvaluation,
+    OfrepBulkFailure,
+    OfrepEvaluation,
+    OfrepEvaluationFailure,
+    OfrepFlagNotFound,
+)
 from service.views.probes import Health, Index, Readiness
 from service.views.session import SignedIn
 from service.views.tenants import Tenant, TenantBatchResult, TenantPage
@@ -47,6 +55,14 @@ RESPONSES: dict[str, Any] = {
     "PermissionPolicy": PermissionPolicy,
     "PermissionPolicyList": list[PermissionPolicy],
     "TenantContext": TenantContext,
+    "TenantContextList": list[TenantContext],
+    "ContextBatchResult": ContextBatchResult,
+    "ContextEventStream": ContextEventStream,
+    "OfrepEvaluation": OfrepEvaluation,
+    "OfrepBulkEvaluation": OfrepBulkEvaluation,
+    "OfrepEvaluationFailure": OfrepEvaluationFailure,
+    "OfrepFlagNotFound": OfrepFlagNotFound,
+    "OfrepBulkFailure": OfrepBulkFailure,
     "EncryptionKeyRotation": EncryptionKeyRotation,
     "ApiKey": ApiKey,
     "ApiKeyList": list[ApiKey],

@@ -7,10 +7,12 @@
 SELECT coalesce(max(revision), 0) AS revision
 FROM context_revisions;
 
--- name: revision_horizon :value
--- The newest revision retention removed: a position below it cannot be followed.
-SELECT purged_through
-FROM context_revision_horizon;
+-- name: revision_horizon :one
+-- The newest revision retention removed (a position below it cannot be followed) and
+-- the oldest one kept (NULL: none yet).
+SELECT h.purged_through,
+       (SELECT min(revision) FROM context_revisions) AS oldest_kept
+FROM context_revision_horizon h;
 
 -- name: list_context_changes :many
 -- One page of the log after the position (after_revision, after_idx) up to
