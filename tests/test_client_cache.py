@@ -33,14 +33,15 @@ def subtree(api: Client, root_id: str) -> set[str]:
     return {root_id} | {t["id"] for t in api.descendants(root_id)}
 
 
-def settle(api: Client, cache: ContextCache, root_id: str, step: int) -> None:
-    """A write the subtree sees, then wait for the stream to reach it: every earlier
-    change has then reached the cache (the stream is in revision order)."""
-    api.put_config(root_id, "settle", step)
+def settle(api: Client, cache: ContextCache, sentinel: str, step: int) -> None:
+    """A write to a leaf of the subtree (one event), then wait for the cache to apply
+    it: every earlier change has then reached the cache (the stream is in revision
+    order)."""
+    api.put_config(sentinel, "settle", step)
     meta = api.last_response
     assert meta is not None
     assert meta.revision is not None
-    assert cache.wait_for_revision(meta.revision, WAIT), (cache.revision, meta.revision)
+    assert cache.wait_for(sentinel, meta.revision, WAIT), (cache.revision, meta.revision)
 
 
 def assert_mirrors(api: Client, cache: ContextCache, root_id: str) -> None:
@@ -59,11 +60,13 @@ class World:
         self.root = api.create_tenant("Root", slug(), config={"plan": "free"})["id"]
         self.outside = api.create_tenant("Outside", slug())["id"]
         self.archived: list[str] = []
+        # A leaf that random changes never touch: settle() writes to it.
+        self.sentinel = api.create_tenant("Sentinel", slug(), parent_id=self.root)["id"]
         for _ in range(6):
             self.create(self.rng.choice(self.members()))
 
     def members(self) -> list[str]:
-        return sorted(subtree(self.api, self.root))
+        return sorted(subtree(self.api, self.root) - {self.sentinel})
 
     def create(self, parent: str) -> None:
         self.api.create_tenant("T", slug(), parent_id=parent)
@@ -121,7 +124,7 @@ def test_stream_fed_cache_equals_get_context(api: Client, seed: int) -> None:
         for round_ in range(3):
             for _ in range(15):
                 world.step()
-            settle(api, cache, world.root, round_)
+            settle(api, cache, world.sentinel, round_)
             assert_mirrors(api, cache, world.root)
         assert cache.connected
         assert cache.staleness < WAIT
@@ -149,7 +152,9 @@ def test_callback_and_read_your_writes(api: Client) -> None:
             "key": "plan", "value": "pro", "source_tenant_id": root["id"],
             "inherited": True, "locked": True,
         }  # fmt: skip
-        assert cache.wait_for_revision(meta.revision, WAIT)
+        assert cache.wait_for(root["id"], meta.revision, WAIT)
+        assert cache.wait_for(child["id"], meta.revision, WAIT)
+        assert cache.get(child["id"]) == after
         assert cache.revision >= meta.revision
     by_tenant = {tenant: (old, new) for tenant, old, new in seen}
     assert by_tenant[child["id"]] == (before, after)
@@ -167,7 +172,7 @@ def test_scoped_key_caches_its_subtree(api: Client) -> None:
         meta = api.last_response
         assert meta is not None
         assert meta.revision is not None
-        assert cache.wait_for_revision(meta.revision, WAIT)
+        assert cache.wait_for(child["id"], meta.revision, WAIT)
         assert cache.value(child["id"], "x") == 1
 
 

@@ -129,7 +129,7 @@ def test_a_change_reaches_the_evaluation(
         meta = api.last_response
         assert meta is not None
         assert meta.revision is not None
-        assert provider.cache.wait_for_revision(meta.revision, 10.0)
+        assert provider.cache.wait_for(tree["child"], meta.revision, 10.0)
         assert flags.get_string_value("plan", "free", of(tree["child"])) == "enterprise"
         assert both.wait(10.0), announced
     finally:

@@ -9,9 +9,11 @@ reads, which wait at most `wait_timeout`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import random
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -90,7 +92,7 @@ class ContextCache:
         self._stop.set()
         response = self._response
         if response is not None:
-            response.close()
+            _interrupt(response)
         if self._thread is not None:
             self._thread.join(timeout)
         with self._changed:
@@ -166,7 +168,10 @@ class ContextCache:
         return default if entry is None else entry["value"]
 
     def wait_for_revision(self, revision: int, timeout: float) -> bool:
-        """Whether every change up to `revision` reached the cache within `timeout`."""
+        """Whether events of `revision` (or later) reached the cache within `timeout`.
+        Events arrive in revision order and the service writes a revision's events
+        together, but a revision over many tenants may still be arriving: `wait_for`
+        is exact for one tenant."""
         deadline = time.monotonic() + timeout
         with self._changed:
             while self._revision < revision:
@@ -177,6 +182,8 @@ class ContextCache:
         return True
 
     def wait_for(self, tenant_id: str, revision: int, timeout: float) -> bool:
+        """Whether the tenant's cached context reflects `revision` or later (its own
+        event of that revision or later arrived, or a later revision did) in `timeout`."""
         deadline = time.monotonic() + timeout
         with self._changed:
             while not self._reached(tenant_id, revision):
@@ -260,47 +267,58 @@ class ContextCache:
             self.connected = True
             self._last_activity = time.monotonic()
             parser = Parser()
-            comments = 0
-            for line in response.iter_lines():
+            rest = b""
+            for chunk in response.iter_bytes():
                 if self._stop.is_set():
                     return False
-                event = parser.feed(line)
-                if parser.comments != comments:
-                    comments = parser.comments
-                    self._last_activity = time.monotonic()
-                if event is None:
-                    continue
                 self._last_activity = time.monotonic()
-                if event.event == "reset":
-                    self.resets += 1
-                    self._hydrate()
-                    return True
-                self._apply(event)
+                lines = (rest + chunk).split(b"\n")
+                rest = lines.pop()
+                events: list[Event] = []
+                for raw in lines:
+                    event = parser.feed(raw.rstrip(b"\r").decode("utf-8", "replace"))
+                    if event is None:
+                        continue
+                    if event.event == "reset":
+                        self._apply(events)
+                        self.resets += 1
+                        self._hydrate()
+                        return True
+                    events.append(event)
+                # One chunk's events at once: the service writes a page of events in one
+                # write, so waiters wake once a revision's events are in, not after the
+                # first of them.
+                self._apply(events)
             return False
         finally:
             response.close()
 
-    def _apply(self, event: Event) -> None:
-        if event.event not in ("context", "removed"):
-            return
-        data = json.loads(event.data)
-        revision = int(data["revision"])
-        tenant_id = str(data["tenant_id"])
-        old = self._contexts.get(tenant_id)
-        new: TenantContext | None = data["context"] if event.event == "context" else None
+    def _apply(self, events: list[Event]) -> None:
+        changes: list[tuple[str, TenantContext | None, TenantContext | None]] = []
         with self._changed:
-            if new is None:
-                self._contexts.pop(tenant_id, None)
-            else:
-                self._contexts[tenant_id] = new
-            self._revisions[tenant_id] = revision
-            if revision > self._revision:
-                self._complete = max(self._complete, revision - 1)
-            self._revision = max(self._revision, revision)
-            if event.id is not None:
-                self._last_event_id = event.id
-            self._changed.notify_all()
-        if old != new:
+            for event in events:
+                if event.event not in ("context", "removed"):
+                    continue
+                data = json.loads(event.data)
+                revision = int(data["revision"])
+                tenant_id = str(data["tenant_id"])
+                old = self._contexts.get(tenant_id)
+                new: TenantContext | None = data["context"] if event.event == "context" else None
+                if new is None:
+                    self._contexts.pop(tenant_id, None)
+                else:
+                    self._contexts[tenant_id] = new
+                self._revisions[tenant_id] = revision
+                if revision > self._revision:
+                    self._complete = max(self._complete, revision - 1)
+                    self._revision = revision
+                if event.id is not None:
+                    self._last_event_id = event.id
+                if old != new:
+                    changes.append((tenant_id, old, new))
+            if events:
+                self._changed.notify_all()
+        for tenant_id, old, new in changes:
             self._notify(tenant_id, old, new)
 
     def _notify(self, tenant_id: str, old: TenantContext | None, new: TenantContext | None) -> None:
@@ -310,3 +328,15 @@ class ContextCache:
             self.on_change(tenant_id, old, new)
         except Exception:
             log.exception("context cache: the change callback failed for %s", tenant_id)
+
+
+def _interrupt(response: httpx.Response) -> None:
+    """End a stream another thread is reading: closing the response alone does not wake
+    a read blocked on the socket (it would wait for the next heartbeat)."""
+    stream = response.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    if isinstance(sock, socket.socket):
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+    with contextlib.suppress(Exception):
+        response.close()
