@@ -152,8 +152,8 @@ async def _reconnect(
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     with PostgresServer(args.database_url, args.data_dir) as server:
         dsn = await server.fresh_database(DATABASE)
-        env = {**service_env(dsn, args.data_dir / DATABASE, 10), "STREAM_MAX_PER_KEY": "5000",
-               "STREAM_MAX_PER_PROCESS": "5000"}  # fmt: skip
+        limits = {"CONTEXT_STREAMS_PER_CALLER": "5000", "CONTEXT_STREAMS_PER_PROCESS": "5000"}
+        env = {**service_env(dsn, args.data_dir / DATABASE, 10), **limits}
         await run_cli(env, "migrate")
         created = await run_cli(env, "api-keys", "create", "--name", "bench",
                                 "--scopes", "read,write,admin", "--json")  # fmt: skip
