@@ -3,6 +3,7 @@ threads."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping
 from types import TracebackType
@@ -47,9 +48,16 @@ class Client(Base, CoreOperations, AdminOperations):
         )
         self.timeout = timeout
         self.http = http or httpx.Client(timeout=timeout)
+        # Change streams hold their connection for as long as they run: they get a pool
+        # of their own, so caches never starve the API calls (a given `http` serves both).
+        self._streams: httpx.Client | None = None if http is None else http
+        self._owns_streams = http is None
+        self._streams_lock = threading.Lock()
 
     def close(self) -> None:
         self.http.close()
+        if self._owns_streams and self._streams is not None:
+            self._streams.close()
 
     def __enter__(self) -> Client:
         return self
@@ -92,7 +100,12 @@ class Client(Base, CoreOperations, AdminOperations):
         self, path: str, headers: Mapping[str, str], timeout: httpx.Timeout
     ) -> httpx.Response:
         """An open streaming GET (the change stream); the caller closes it."""
-        request = self.http.build_request(
+        with self._streams_lock:
+            if self._streams is None:
+                unbounded = httpx.Limits(max_connections=None, max_keepalive_connections=0)
+                self._streams = httpx.Client(limits=unbounded)
+            streams = self._streams
+        request = streams.build_request(
             "GET", self.base_url + path, headers={**self.headers, **headers}, timeout=timeout
         )
-        return self.http.send(request, stream=True)
+        return streams.send(request, stream=True)
