@@ -245,7 +245,9 @@ def _is_uuid(value: object) -> bool:
 def live(db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     folder = tmp_path_factory.mktemp("schemathesis")
     admin = asyncio.run(admin_key(db_url, HMAC_SECRET))
-    service = ServiceProcess(base_env(db_url, folder, LOG_LEVEL="warning"), folder, cwd=REPO_ROOT)
+    # Streams of context changes end quickly, so that a call to one returns.
+    env = base_env(db_url, folder, LOG_LEVEL="warning", CONTEXT_STREAM_MAX_SECONDS="0.5")
+    service = ServiceProcess(env, folder, cwd=REPO_ROOT)
     try:
         service.wait_ready()
         with requests.Session() as session:

@@ -10,6 +10,7 @@ from aiohttp import web
 
 from service.errors import FieldError, ServiceError
 from service.http.appkeys import (
+    AUTHENTICATOR,
     CONTEXT_STREAMS,
     HEAVY_READS,
     REVISION_FEED,
@@ -77,8 +78,17 @@ async def stream_context_changes(request: web.Request) -> web.StreamResponse:
             delivery,
             request.app[REVISION_FEED],
             heartbeat_seconds=settings.context_stream_heartbeat_seconds,
+            max_seconds=settings.context_stream_max_seconds,
             stopping=request.app[STOPPING],
+            still_admitted=lambda: _still_admitted(request),
         )
+
+
+async def _still_admitted(request: web.Request) -> bool:
+    """Whether the stream's credential still admits it (its rate limit is not charged)."""
+    return await request.app[AUTHENTICATOR].still_admits(
+        request.headers.get("X-API-Key"), request.headers.get("Authorization")
+    )
 
 
 @api.route(
