@@ -16,6 +16,7 @@ import pytest
 from tenant_context import ApiError, Client, ContextCache
 from tests.support.client_service import issue_key, live  # noqa: F401 (fixture)
 from tests.support.live_app import LiveApp
+from tests.support.tcp_proxy import TcpProxy
 
 WAIT = 10.0
 
@@ -174,6 +175,50 @@ def test_scoped_key_caches_its_subtree(api: Client) -> None:
         assert meta.revision is not None
         assert cache.wait_for(child["id"], meta.revision, WAIT)
         assert cache.value(child["id"], "x") == 1
+
+
+def revision_of(api: Client) -> int:
+    meta = api.last_response
+    assert meta is not None
+    assert meta.revision is not None
+    return meta.revision
+
+
+def test_outages_resume_and_a_reset_rehydrates(api: Client, live: LiveApp) -> None:  # noqa: F811
+    """Through a proxy that is cut: a short outage resumes with Last-Event-ID (no reset);
+    an outage past the kept log ends in `reset` and a rehydration that matches the
+    service again."""
+    root = api.create_tenant("Outage", slug())["id"]
+    child = api.create_tenant("Child", slug(), parent_id=root)["id"]
+    proxy = TcpProxy("127.0.0.1", int(live.base.rsplit(":", 1)[1]))
+    live.run(proxy.start())
+    through = Client(f"http://127.0.0.1:{proxy.port}", api_key=issue_key(live))
+    cache = ContextCache(through, root, backoff_base=0.05, backoff_max=0.2)
+    try:
+        with cache:
+            api.put_config(root, "a", 1)
+            assert cache.wait_for(child, revision_of(api), WAIT)
+            live.run(proxy.stop())
+            api.put_config(child, "b", 2)
+            missed = revision_of(api)
+            live.run(proxy.start())
+            assert cache.wait_for(child, missed, WAIT)
+            assert cache.value(child, "b") == 2
+            assert (cache.reconnects >= 1, cache.resets) == (True, 0)
+
+            live.run(proxy.stop())
+            api.put_config(child, "c", 3)
+            api.put_config(root, "d", 4)
+            newest = revision_of(api)
+            live.fetch("UPDATE context_revisions SET committed_at = now() - interval '8 days'")
+            api.purge_expired()
+            live.run(proxy.start())
+            assert cache.wait_for(child, newest, WAIT)
+            assert cache.resets == 1
+            assert_mirrors(api, cache, root)
+    finally:
+        live.run(proxy.stop())
+        through.close()
 
 
 def test_readme_use_it_from_your_app(
