@@ -231,7 +231,14 @@ class ContextCache:
                 delay = error.retry_after
             except (httpx.HTTPError, ValueError, KeyError) as error:
                 self.last_error = error
+            except Exception as error:  # the thread must outlive any surprise
+                self.last_error = error
+                log.exception("context stream: unexpected failure")
             finally:
+                # A stream that was established and then ended (the service stops
+                # streams after a while; a proxy cuts them) starts the backoff afresh.
+                if self.connected:
+                    failures = 0
                 self.connected = False
                 self._response = None
             if self._stop.is_set():
