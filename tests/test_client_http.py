@@ -286,3 +286,19 @@ def test_read_your_writes_sends_the_latest_write_token() -> None:
     assert seen[0].headers["Authorization"] == "Bearer jwt"
     assert "Idempotency-Key" not in seen[0].headers  # a PUT is idempotent by itself
     assert api.consistency_token == "w1"  # a read's token never replaces a write's
+
+
+def test_hydration_and_batch_reads(api: Client) -> None:
+    root = api.create_tenant("Bulk", slug(), config={"plan": "pro"})
+    child = api.create_tenant("Child", slug(), parent_id=root["id"])
+    contexts = api.subtree_contexts(root["id"])
+    assert api.last_response is not None
+    hydrated_at = api.last_response.revision
+    assert isinstance(hydrated_at, int)
+    by_id = {context["tenant_id"]: context for context in contexts}
+    assert by_id == {t: api.get_context(t) for t in (root["id"], child["id"])}
+    unknown = str(uuid.uuid4())
+    batch = api.contexts_batch([child["id"], unknown])
+    assert batch == {"contexts": [by_id[child["id"]]], "not_found": [unknown]}
+    assert api.last_response.revision is not None
+    assert api.last_response.revision >= hydrated_at
