@@ -54,7 +54,7 @@ def _position(request: web.Request, query: ContextChangesQuery) -> tuple[int, in
     "GET", "/api/v1/tenants/{id}/context-changes",
     summary="Stream of context changes of a subtree (Server-Sent Events; resume with "
     "Last-Event-ID or since)",
-    query=ContextChangesQuery, response="ContextEventStream",
+    query=ContextChangesQuery, response="ContextStreamEvent",
     extra={
         "content_type": "text/event-stream",
         "headers": {200: ("X-Revision",)},

@@ -21,8 +21,7 @@ ERRORS = ("INSUFFICIENT_SCOPE",)
     "POST", "/ofrep/v1/evaluate/flags/{key}",
     summary="OFREP: one flag (a config key) for the tenant named by context.targetingKey",
     body=OfrepEvaluationRequest, response="OfrepEvaluation", writes=False, read_scope=True,
-    extra={"responses": {400: "OfrepEvaluationFailure", 404: "OfrepFlagNotFound"},
-           "body_required": False},
+    extra={"responses": {400: "OfrepBadRequest", 404: "OfrepFlagNotFound"}},
     errors=ERRORS,
 )  # fmt: skip
 async def evaluate_flag(request: web.Request) -> web.Response:
@@ -39,7 +38,7 @@ async def evaluate_flag(request: web.Request) -> web.Response:
     summary="OFREP: every flag (resolved config key) of the tenant named by "
     "context.targetingKey (ETag; If-None-Match answers 304)",
     body=OfrepEvaluationRequest, response="OfrepBulkEvaluation", writes=False, read_scope=True,
-    extra={"responses": {304: None, 400: "OfrepBulkFailure"}, "body_required": False,
+    extra={"responses": {304: None, 400: "OfrepBadRequest"},
            "headers": {200: ("ETag",), 304: ("ETag",)}, "request_headers": ("If-None-Match",)},
     errors=ERRORS,
 )  # fmt: skip

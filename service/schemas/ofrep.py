@@ -3,21 +3,20 @@ request has OFREP's own answer shape (PARSE_ERROR and the like), not the service
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
+from uuid import UUID
 
 import msgspec
 
 from service.schemas.common import Strict
 
 
+class OfrepContext(msgspec.Struct, rename={"targeting_key": "targetingKey"}):
+    """The evaluation context; attributes other than targetingKey are allowed and
+    ignored."""
+
+    targeting_key: Annotated[UUID, msgspec.Meta(description="The tenant's id")]
+
+
 class OfrepEvaluationRequest(Strict):
-    context: (
-        Annotated[
-            dict[str, Any],
-            msgspec.Meta(
-                description="The evaluation context: targetingKey is the tenant id (a "
-                "UUID); other attributes are ignored"
-            ),
-        ]
-        | None
-    ) = None
+    context: OfrepContext

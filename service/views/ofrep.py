@@ -3,12 +3,12 @@ their fields (camelCase): an evaluation, the bulk list, and the failures."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from service.views.base import View
+import msgspec
 
-OfrepErrorCode = Literal["PARSE_ERROR", "TARGETING_KEY_MISSING", "INVALID_CONTEXT", "GENERAL"]
+from service.views.base import View
 
 
 class OfrepMetadata(View):
@@ -28,18 +28,20 @@ class OfrepBulkEvaluation(View):
     flags: list[OfrepEvaluation]
 
 
-class OfrepEvaluationFailure(View, rename="camel"):
-    key: str
-    error_code: OfrepErrorCode
-    error_details: str
-
-
 class OfrepFlagNotFound(View, rename="camel"):
     key: str
     error_code: Literal["FLAG_NOT_FOUND"]
     error_details: str
 
 
-class OfrepBulkFailure(View, rename="camel"):
-    error_code: OfrepErrorCode
-    error_details: str
+# A 400 is OFREP's failure, or the service's error body for a problem found before the
+# evaluation (both credentials sent, a bad X-Consistency-Token).
+OfrepBadRequest = Annotated[
+    dict[str, Any],
+    msgspec.Meta(
+        title="OfrepBadRequest",
+        description="OFREP's failure: `{key (single evaluations), errorCode (PARSE_ERROR, "
+        "TARGETING_KEY_MISSING, INVALID_CONTEXT or GENERAL), errorDetails}`; or the "
+        "service's error body (`{error: {...}}`) for a credentials problem",
+    ),
+]

@@ -17,16 +17,15 @@ from service.views.compliance import (
     RegionMigration,
     TenantExport,
 )
-from service.views.contexts import ContextBatchResult, ContextEventStream
+from service.views.contexts import ContextBatchResult, ContextStreamEvent
 from service.views.entries import ConfigEntry, PermissionPolicy, TenantContext
 from service.views.errors import Error, TenantBatchError
 from service.views.impact import ConfigChangePreview, MovePreview, PermissionChangePreview
 from service.views.keys import ApiKey, ApiKeyPage, ApiKeyWithPlaintext, EffectiveScopes, Role
 from service.views.ofrep import (
+    OfrepBadRequest,
     OfrepBulkEvaluation,
-    OfrepBulkFailure,
     OfrepEvaluation,
-    OfrepEvaluationFailure,
     OfrepFlagNotFound,
 )
 from service.views.probes import Health, Index, Readiness
@@ -57,12 +56,11 @@ RESPONSES: dict[str, Any] = {
     "TenantContext": TenantContext,
     "TenantContextList": list[TenantContext],
     "ContextBatchResult": ContextBatchResult,
-    "ContextEventStream": ContextEventStream,
+    "ContextStreamEvent": ContextStreamEvent,
     "OfrepEvaluation": OfrepEvaluation,
     "OfrepBulkEvaluation": OfrepBulkEvaluation,
-    "OfrepEvaluationFailure": OfrepEvaluationFailure,
+    "OfrepBadRequest": OfrepBadRequest,
     "OfrepFlagNotFound": OfrepFlagNotFound,
-    "OfrepBulkFailure": OfrepBulkFailure,
     "EncryptionKeyRotation": EncryptionKeyRotation,
     "ApiKey": ApiKey,
     "ApiKeyList": list[ApiKey],
