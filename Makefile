@@ -16,12 +16,15 @@ $(BIN)/python:
 		|| { echo "Python 3.11 or newer is required ($(PYTHON))" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): $(BIN)/python pyproject.toml constraints.txt
+# The Python client (clients/python, distribution tenant-context) installs beside the
+# service: its tests run in `make test` against the service.
+$(STAMP): $(BIN)/python pyproject.toml constraints.txt clients/python/pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev,embedded,bench,ha]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt \
+		-e '.[dev,embedded,bench,ha]' -e 'clients/python[test]'
 	@touch $(STAMP)
 
-install: $(STAMP) ## create .venv and install the service with its development tools
+install: $(STAMP) ## create .venv and install the service, its Python client and the development tools
 
 # `make run` is a development setup: webhooks may reach a receiver on this machine
 # (the README's walkthrough) unless the environment says otherwise. A deployment runs

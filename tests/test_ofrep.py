@@ -35,7 +35,7 @@ async def test_single_flag_evaluation(client, admin) -> None:
     ctx = {"context": {"targetingKey": ids["A"], "plan": "ignored"}}
     status, body, _ = await _post(client, "/ofrep/v1/evaluate/flags/plan", reader, ctx)
     assert (status, body) == (200, {
-        "key": "plan", "reason": "TARGETING_MATCH", "value": "silver",
+        "key": "plan", "reason": "TARGETING_MATCH", "variant": ids["A"], "value": "silver",
         "metadata": {"source_tenant_id": ids["A"], "inherited": False, "locked": False},
     })  # fmt: skip
     status, body, _ = await _post(client, "/ofrep/v1/evaluate/flags/new-checkout", reader, ctx)
@@ -101,7 +101,7 @@ async def test_bulk_evaluation_with_etag_and_304(client, admin) -> None:
     assert status == 200
     assert [f["key"] for f in body["flags"]] == ["db", "limits", "new-checkout", "plan"]
     assert body["flags"][3] == {
-        "key": "plan", "reason": "TARGETING_MATCH", "value": "silver",
+        "key": "plan", "reason": "TARGETING_MATCH", "variant": ids["A"], "value": "silver",
         "metadata": {"source_tenant_id": ids["A"], "inherited": False, "locked": False},
     }  # fmt: skip
     etag = resp.headers["ETag"]

@@ -21,6 +21,7 @@ TIERS: dict[str, frozenset[str]] = {
             "test_cli",
             "test_cli_admin",
             "test_cli_help",
+            "test_client_ofrep",
             "test_console_identity",
             "test_failover",
             "test_faults",

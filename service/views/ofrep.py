@@ -20,6 +20,10 @@ class OfrepMetadata(View):
 class OfrepEvaluation(View):
     key: str
     reason: Literal["TARGETING_MATCH"]
+    # Which entry was served: the id of the tenant whose config entry the value comes
+    # from (the same as metadata.source_tenant_id), so it changes when another ancestor's
+    # entry starts to win.
+    variant: str
     value: Any
     metadata: OfrepMetadata
 

@@ -96,6 +96,7 @@ def _success(key: str, entry: dict[str, Any]) -> dict[str, Any]:
     return {
         "key": key,
         "reason": REASON,
+        "variant": str(entry["source_tenant_id"]),
         "value": entry["value"],
         "metadata": {
             "source_tenant_id": entry["source_tenant_id"],
