@@ -205,8 +205,9 @@ def test_errors_are_shared_and_the_document_stays_small(document: dict[str, Any]
     before components.responses, about 148,000 after (measured)."""
     import orjson
 
-    # About 252,000 with the examples, GET / and /api/v1/me (measured: 252,346).
-    assert len(orjson.dumps(document)) < 260_000
+    # About 252,000 with the examples, GET / and /api/v1/me (measured: 252,346); value
+    # schemas, budgets and their four events added about 34,000 (measured: 286,566).
+    assert len(orjson.dumps(document)) < 310_000
     assert document["servers"] == [{"url": "/"}]
     for item in document["paths"].values():
         for operation in item.values():

@@ -9,6 +9,7 @@ from service.db.queries import Queries
 from service.repositories.api_keys import ApiKeysRepository
 from service.repositories.audit_chain import AuditChainRepository
 from service.repositories.audit_logs import AuditLogsRepository
+from service.repositories.config_constraints import ConfigConstraintsRepository
 from service.repositories.config_entries import ConfigEntriesRepository
 from service.repositories.consents import ConsentsRepository
 from service.repositories.context import ContextRepository
@@ -34,6 +35,7 @@ from service.repositories.webhooks import WebhooksRepository
 class Repositories:
     tenants: TenantsRepository
     config: ConfigEntriesRepository
+    constraints: ConfigConstraintsRepository
     outbox: OutboxRepository
     api_keys: ApiKeysRepository
     health: HealthRepository
@@ -61,6 +63,7 @@ class Repositories:
         return cls(
             tenants=TenantsRepository(queries),
             config=ConfigEntriesRepository(queries),
+            constraints=ConfigConstraintsRepository(queries),
             outbox=OutboxRepository(queries),
             api_keys=ApiKeysRepository(queries),
             health=HealthRepository(queries),

@@ -17,7 +17,7 @@ from service.webhooks.signing import (
     check_secret,
 )
 
-# The ten event types of docs/api.md, Webhooks.
+# The event types of docs/api.md, Webhooks.
 EventType = Literal[
     "tenant.created",
     "tenant.updated",
@@ -29,6 +29,11 @@ EventType = Literal[
     "permission.created",
     "permission.updated",
     "permission.deleted",
+    # value schemas and budgets of config keys (docs/constraints.md)
+    "config_schema.declared",
+    "config_schema.deleted",
+    "config_budget.declared",
+    "config_budget.deleted",
     # another endpoint was disabled for failing (issue 21)
     "webhook.disabled",
 ]

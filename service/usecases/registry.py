@@ -17,7 +17,9 @@ from service.usecases.compliance.key_rotation import EncryptionKeyRotation
 from service.usecases.compliance.purge import TenantPurge
 from service.usecases.compliance.regions import RegionMigrations
 from service.usecases.compliance.retention import Retention
+from service.usecases.entries.config_budgets import ConfigBudgets
 from service.usecases.entries.config_entries import ConfigEntries
+from service.usecases.entries.config_schemas import ConfigSchemas
 from service.usecases.entries.impact import ConfigImpact
 from service.usecases.entries.permission_impact import PermissionImpact
 from service.usecases.entries.permissions import PermissionPolicies
@@ -49,6 +51,8 @@ class UseCases:
     tenant_context: TenantContext
     # a tenant's entries
     config_entries: ConfigEntries
+    config_schemas: ConfigSchemas
+    config_budgets: ConfigBudgets
     config_impact: ConfigImpact
     permission_impact: PermissionImpact
     permission_policies: PermissionPolicies
@@ -87,6 +91,8 @@ class UseCases:
             move_preview=MovePreview(deps),
             tenant_context=TenantContext(deps, reads),
             config_entries=ConfigEntries(deps),
+            config_schemas=ConfigSchemas(deps),
+            config_budgets=ConfigBudgets(deps),
             config_impact=ConfigImpact(deps),
             permission_impact=PermissionImpact(deps),
             permission_policies=PermissionPolicies(deps),

@@ -17,6 +17,7 @@ from service.views.compliance import (
     RegionMigration,
     TenantExport,
 )
+from service.views.constraints import ConfigBudgetView, ConfigSchemaView, SchemaViolationPage
 from service.views.entries import ConfigEntry, PermissionPolicy, TenantContext
 from service.views.errors import Error, TenantBatchError
 from service.views.impact import ConfigChangePreview, MovePreview, PermissionChangePreview
@@ -44,6 +45,11 @@ RESPONSES: dict[str, Any] = {
     "TenantBatchError": TenantBatchError,
     "ConfigEntry": ConfigEntry,
     "ConfigEntryList": list[ConfigEntry],
+    "ConfigSchema": ConfigSchemaView,
+    "ConfigSchemaList": list[ConfigSchemaView],
+    "SchemaViolationPage": SchemaViolationPage,
+    "ConfigBudget": ConfigBudgetView,
+    "ConfigBudgetList": list[ConfigBudgetView],
     "PermissionPolicy": PermissionPolicy,
     "PermissionPolicyList": list[PermissionPolicy],
     "TenantContext": TenantContext,
