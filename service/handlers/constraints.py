@@ -7,13 +7,15 @@ from aiohttp import web
 from service.http.appkeys import use_cases
 from service.http.middleware import actor_of, principal_of
 from service.http.requests import parse_query, path_uuid, read_body
-from service.http.responses import json_response
+from service.http.responses import json_response, next_page, raw_json_response
 from service.http.routing import Api
+from service.http.streaming import stream_json_array
 from service.schemas.config import entry_key
 from service.schemas.constraints import (
     ConfigBudgetPut,
     ConfigSchemaPut,
     ConfigSchemaQuery,
+    ResolvedQuery,
     ViolationsQuery,
 )
 from service.views.constraints import (
@@ -175,3 +177,26 @@ async def delete_budget(request: web.Request) -> web.Response:
         entry_key(request.match_info["key"]),
     )
     return web.Response(status=204)
+
+
+@api.route(
+    "GET", "/api/v1/tenants/{id}/resolved",
+    summary="Who resolves to what: the tenants of the subtree (itself included, pre-order) "
+    "where the key resolves to a value, with its source and lock, masked as GET /context "
+    "masks; filters value (JSON text), source_tenant_id, inherited, locked; streamed, or "
+    "paged with limit and cursor",
+    query=ResolvedQuery, response="ResolvedValueList", errors=READ_ERRORS,
+    extra={"headers": {200: ("X-Next-Cursor", "Link")}},
+)  # fmt: skip
+async def list_resolved(request: web.Request) -> web.StreamResponse:
+    tenant_id = path_uuid(request)
+    query = parse_query(request, ResolvedQuery)
+    principal = principal_of(request)
+    resolved = use_cases(request).resolved_values
+    if query.limit is not None:
+        page = await resolved.page(principal, tenant_id, query, query.limit)
+        return raw_json_response(
+            page.body.text, headers=next_page(request, page.next_cursor, cursor_header=True)
+        )
+    async with resolved.rows(principal, tenant_id, query, first_rows=500) as chunks:
+        return await stream_json_array(request, chunks)

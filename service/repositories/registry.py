@@ -24,6 +24,7 @@ from service.repositories.outbox import OutboxRepository
 from service.repositories.permissions import PermissionsRepository
 from service.repositories.read_cache import ReadCacheRepository
 from service.repositories.regions import RegionsRepository
+from service.repositories.resolved import ResolvedRepository
 from service.repositories.retention import RetentionRepository
 from service.repositories.roles import RolesRepository
 from service.repositories.tenants import TenantsRepository
@@ -36,6 +37,7 @@ class Repositories:
     tenants: TenantsRepository
     config: ConfigEntriesRepository
     constraints: ConfigConstraintsRepository
+    resolved: ResolvedRepository
     outbox: OutboxRepository
     api_keys: ApiKeysRepository
     health: HealthRepository
@@ -64,6 +66,7 @@ class Repositories:
             tenants=TenantsRepository(queries),
             config=ConfigEntriesRepository(queries),
             constraints=ConfigConstraintsRepository(queries),
+            resolved=ResolvedRepository(queries),
             outbox=OutboxRepository(queries),
             api_keys=ApiKeysRepository(queries),
             health=HealthRepository(queries),

@@ -33,6 +33,7 @@ from service.usecases.tenants.creation import TenantCreation
 from service.usecases.tenants.move_preview import MovePreview
 from service.usecases.tenants.moves import TenantMoves
 from service.usecases.tenants.queries import TenantQueries
+from service.usecases.tenants.resolved import ResolvedValues
 from service.usecases.webhooks.changes import WebhookChanges
 from service.usecases.webhooks.delivery_admin import DeliveryAdmin
 from service.usecases.webhooks.health import WebhookHealth
@@ -53,6 +54,7 @@ class UseCases:
     config_entries: ConfigEntries
     config_schemas: ConfigSchemas
     config_budgets: ConfigBudgets
+    resolved_values: ResolvedValues
     config_impact: ConfigImpact
     permission_impact: PermissionImpact
     permission_policies: PermissionPolicies
@@ -93,6 +95,7 @@ class UseCases:
             config_entries=ConfigEntries(deps),
             config_schemas=ConfigSchemas(deps),
             config_budgets=ConfigBudgets(deps),
+            resolved_values=ResolvedValues(deps),
             config_impact=ConfigImpact(deps),
             permission_impact=PermissionImpact(deps),
             permission_policies=PermissionPolicies(deps),

@@ -84,3 +84,14 @@ class ConfigBudgetView(View):
             remaining=None if capacity is None else _number(capacity - allocated),
             created_at=instant(row.created_at),
         )
+
+
+class ResolvedValue(View):
+    """One tenant where the key resolves: the value as GET /context shows it."""
+
+    tenant_id: UUID
+    key: str
+    value: Any
+    source_tenant_id: UUID
+    inherited: bool
+    locked: bool

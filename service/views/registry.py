@@ -17,7 +17,12 @@ from service.views.compliance import (
     RegionMigration,
     TenantExport,
 )
-from service.views.constraints import ConfigBudgetView, ConfigSchemaView, SchemaViolationPage
+from service.views.constraints import (
+    ConfigBudgetView,
+    ConfigSchemaView,
+    ResolvedValue,
+    SchemaViolationPage,
+)
 from service.views.entries import ConfigEntry, PermissionPolicy, TenantContext
 from service.views.errors import Error, TenantBatchError
 from service.views.impact import ConfigChangePreview, MovePreview, PermissionChangePreview
@@ -50,6 +55,7 @@ RESPONSES: dict[str, Any] = {
     "SchemaViolationPage": SchemaViolationPage,
     "ConfigBudget": ConfigBudgetView,
     "ConfigBudgetList": list[ConfigBudgetView],
+    "ResolvedValueList": list[ResolvedValue],
     "PermissionPolicy": PermissionPolicy,
     "PermissionPolicyList": list[PermissionPolicy],
     "TenantContext": TenantContext,
