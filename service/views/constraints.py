@@ -86,7 +86,7 @@ class ConfigBudgetView(View):
         )
 
 
-class ResolvedValue(View):
+class ResolvedKeyValue(View):
     """One tenant where the key resolves: the value as GET /context shows it."""
 
     tenant_id: UUID

@@ -20,7 +20,7 @@ from service.views.compliance import (
 from service.views.constraints import (
     ConfigBudgetView,
     ConfigSchemaView,
-    ResolvedValue,
+    ResolvedKeyValue,
     SchemaViolationPage,
 )
 from service.views.entries import ConfigEntry, PermissionPolicy, TenantContext
@@ -55,7 +55,7 @@ RESPONSES: dict[str, Any] = {
     "SchemaViolationPage": SchemaViolationPage,
     "ConfigBudget": ConfigBudgetView,
     "ConfigBudgetList": list[ConfigBudgetView],
-    "ResolvedValueList": list[ResolvedValue],
+    "ResolvedValueList": list[ResolvedKeyValue],
     "PermissionPolicy": PermissionPolicy,
     "PermissionPolicyList": list[PermissionPolicy],
     "TenantContext": TenantContext,

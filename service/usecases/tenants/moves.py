@@ -159,8 +159,12 @@ class TenantMoves:
         )
         # The subtree's values now count against the new parent's budgets, and its own
         # budgets may resolve to other values under new ancestors.
+        own = {
+            e.key: None if e.sensitive else e.value
+            for e in await self.deps.repos.config.list_config_entries(conn, node.id)
+        }
         await self.constraints.check_budgets(
-            conn, [Written(node.id, parent.id if parent else None, {})], None
+            conn, [Written(node.id, parent.id if parent else None, own)], None
         )
         after = await self.tenants.get_tenant(conn, node.id)
         assert after is not None
