@@ -128,6 +128,11 @@ async def test_invalid_schemas_are_refused(client: TestClient, admin: H) -> None
         {"pattern": "("},
         {"$ref": "https://example.com/schema.json"},
         {"minimum": "3"},
+        {"$ref": "#/$defs/missing"},
+        {"$defs": {"a": {"type": "string"}}, "items": {"$ref": "#nowhere"}},
+        {"properties": {"a": {"$id": "https://example.com/a", "$ref": "#/x"}}},
+        {"$ref": "#"},
+        {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"},
     ):
         status, body = await put_schema(client, admin, root["id"], "k", schema)
         assert status == 400, (schema, body)
@@ -135,6 +140,16 @@ async def test_invalid_schemas_are_refused(client: TestClient, admin: H) -> None
         assert body["error"]["details"][0]["field"] == "schema"
     status, body = await put_schema(client, admin, root["id"], "k", "not an object")
     assert status == 400
+    # References inside the schema work.
+    refs = {
+        "$defs": {"small": {"type": "integer", "maximum": 3}, "named": {"$anchor": "n"}},
+        "properties": {"a": {"$ref": "#/$defs/small"}, "b": {"$ref": "#n"}},
+    }
+    assert (await put_schema(client, admin, root["id"], "k", refs))[0] == 201
+    assert (await put_value(client, admin, root["id"], "k", {"a": 3, "b": 1}))[0] == 201
+    status, body = await put_value(client, admin, root["id"], "k", {"a": 4})
+    assert status == 422
+    assert body["error"]["details"][0]["schema_path"] == "#/properties/a/maximum"
 
 
 async def test_crud_list_and_unchanged(client: TestClient, admin: H) -> None:

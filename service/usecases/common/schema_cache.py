@@ -11,10 +11,12 @@ import hashlib
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import unquote
 
 import orjson
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+from referencing.exceptions import Unresolvable
 
 MAX_VALIDATORS = 1024
 
@@ -55,9 +57,70 @@ def check_schema(schema: Any) -> None:
         Draft202012Validator.check_schema(schema)
     except SchemaError as error:
         raise InvalidSchema(_pointer(error.path), error.message) from None
+    anchors = set(_anchors(schema))
     for path, ref in _references(schema):
         if not ref.startswith("#"):
             raise InvalidSchema(_pointer(path), "only references inside the schema (#...)")
+        if not _resolves(schema, ref[1:], anchors):
+            raise InvalidSchema(_pointer(path), f"{ref[:200]} refers to nothing in the schema")
+    if any(name == "$id" for name in _keywords(schema, nested_only=True)):
+        # A nested $id starts another resource, whose #... references resolve against it.
+        raise InvalidSchema("#", "$id only at the top of the schema")
+    validator = Draft202012Validator(schema)
+    for probe in PROBES:
+        try:
+            validator.is_valid(probe)
+        except RecursionError:
+            raise InvalidSchema("#", "the schema refers to itself without end") from None
+        except Unresolvable as error:
+            raise InvalidSchema("#", f"a reference cannot be resolved: {error}"[:300]) from None
+
+
+# Values a new schema is tried on once: a schema that cannot judge one of them (a $ref
+# loop, say) is refused when declared rather than failing a write later.
+PROBES: tuple[Any, ...] = (None, True, 0, 1.5, "", [], {}, [None], {"a": None})
+
+
+def _keywords(node: Any, *, nested_only: bool, top: bool = True) -> Iterator[str]:
+    if isinstance(node, dict):
+        for name, child in node.items():
+            if not (top and nested_only):
+                yield name
+            yield from _keywords(child, nested_only=nested_only, top=False)
+    elif isinstance(node, list):
+        for child in node:
+            yield from _keywords(child, nested_only=nested_only, top=False)
+
+
+def _anchors(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        for name, child in node.items():
+            if name in ("$anchor", "$dynamicAnchor") and isinstance(child, str):
+                yield child
+            else:
+                yield from _anchors(child)
+    elif isinstance(node, list):
+        for child in node:
+            yield from _anchors(child)
+
+
+def _resolves(schema: Any, fragment: str, anchors: set[str]) -> bool:
+    """Whether a #fragment (a JSON pointer or an anchor name) names a part of schema."""
+    fragment = unquote(fragment)
+    if not fragment:
+        return True
+    if not fragment.startswith("/"):
+        return fragment in anchors
+    node = schema
+    for raw in fragment[1:].split("/"):
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return False
+    return True
 
 
 class SchemaCache:

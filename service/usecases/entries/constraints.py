@@ -17,6 +17,7 @@ from uuid import UUID
 
 import asyncpg
 from jsonschema.exceptions import ValidationError, best_match
+from referencing.exceptions import Unresolvable
 
 from service.crypto import DecryptionError
 from service.errors import FieldError, ServiceError
@@ -84,9 +85,13 @@ class ConfigConstraints:
     def judge(self, schema: ConfigSchema, value: Any) -> ValidationError | None:
         """The most relevant failure of value under schema, None when it passes."""
         validator = self.deps.schemas.validator(schema.digest, schema.schema)
-        if validator.is_valid(value):
-            return None
-        failure: ValidationError | None = best_match(validator.iter_errors(value))
+        try:
+            if validator.is_valid(value):
+                return None
+            failure: ValidationError | None = best_match(validator.iter_errors(value))
+        except (RecursionError, Unresolvable):
+            # A schema that cannot judge this value (declared checks make it rare) refuses it.
+            return ValidationError("the schema cannot judge this value", validator="$ref")
         return failure
 
     def breach(
@@ -97,7 +102,9 @@ class ConfigConstraints:
             return None
         # A secret's value never appears in an answer, only the rule it broke.
         message = f"breaks `{error.validator}` of the schema" if sensitive else error.message[:500]
-        return Breach(tenant_id, schema.key, schema.tenant_id, pointer(error.schema_path), message)
+        return Breach(
+            tenant_id, schema.key, schema.tenant_id, pointer(error.absolute_schema_path), message
+        )
 
     async def schema_refusals(
         self,
