@@ -79,6 +79,10 @@ LEGITIMATE_REFUSALS: dict[int, dict[str, str]] = {
     },
     410: {"TENANT_ARCHIVED": "the tenant was archived by an earlier request"},
     412: {"PRECONDITION_FAILED": "a generated If-Match names another version"},
+    422: {
+        "CONFIG_SCHEMA_VIOLATION": "a value schema declared by an earlier request refuses it",
+        "BUDGET_NOT_NUMERIC": "a budget declared by an earlier request wants a number",
+    },
 }
 # VALIDATION_ERRORs of rules across fields or across time, by field.
 CROSS_FIELD_RULES = {
@@ -99,6 +103,9 @@ CROSS_FIELD_RULES = {
     "cursor": "a page's cursor must lie in the subtree of the tenant in the path",
     "change": "a previewed delete takes no value, mode, locked or sensitive",
     "value": "a previewed set needs the value it would set",
+    # A value schema must be a valid, self-contained draft 2020-12 JSON Schema, which the
+    # document's "an object" cannot state.
+    "schema": "a value schema must be a valid draft 2020-12 JSON Schema",
 }
 
 

@@ -50,7 +50,8 @@ class ResolvedQuery(Strict):
     streamed, with it one page (cursor: the X-Next-Cursor of the page before)."""
 
     key: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z][A-Za-z0-9_.:-]{0,127}$")]
-    value: Annotated[str, msgspec.Meta(min_length=1, max_length=65536)] | None = None
+    # Bounded as a URL is: the whole request line must stay under 8 KiB.
+    value: Annotated[str, msgspec.Meta(min_length=1, max_length=2048)] | None = None
     source_tenant_id: UUID | None = None
     inherited: bool | None = None
     locked: bool | None = None
