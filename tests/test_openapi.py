@@ -156,7 +156,7 @@ async def test_a_tenant_entry_in_full(document: dict[str, Any]) -> None:
     assert responses["409"] == {
         "$ref": "#/components/responses/Conflict",
         "description": "CYCLE_DETECTED, DEPTH_LIMIT_EXCEEDED, ROLE_OUTSIDE_SUBTREE, "
-        "IDEMPOTENCY_KEY_IN_USE",
+        "CONFIG_SCHEMA_CONFLICT, BUDGET_EXCEEDED, IDEMPOTENCY_KEY_IN_USE",
     }
     shared = document["components"]["responses"]
     conflict = shared["Conflict"]["content"]["application/json"]["schema"]
