@@ -3,6 +3,7 @@
 
 import { del, get, mergePatch, nameOf, patch, post, remember } from "./api.js";
 import { configSection, permissionsSection } from "./entries.js";
+import { constraintsSection } from "./constraints.js";
 import { badge, confirmButton, field, fill, h, jsonText, messageBox, when } from "./dom.js";
 
 function describeMoveError(err, tenant, target) {
@@ -245,6 +246,7 @@ export async function tenantPage(view, tenantId, app) {
       h("section.card", { "aria-labelledby": "fields-title" }, h("h3", { id: "fields-title" }, "Fields"), fields),
       h("section.card", { "aria-labelledby": "edit-title" }, h("h3", { id: "edit-title" }, "Edit"), editForm),
       configSection(tenant),
+      constraintsSection(tenant),
       permissionsSection(tenant),
       h("section.card", { "aria-labelledby": "child-title" }, h("h3", { id: "child-title" }, "New child"), childForm),
       h("section.card", { "aria-labelledby": "move-title" }, h("h3", { id: "move-title" }, "Move"), moveForm),
