@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
 from typing import Any
 from urllib.parse import quote
 
@@ -159,3 +160,37 @@ async def test_scoped_keys_see_only_their_subtree(client: TestClient, admin: H) 
     mine = await get_json(client, f"/api/v1/tenants/{ids['a']}/resolved?key=plan", scoped)
     assert {r["tenant_id"]: r["value"] for r in mine}[ids["a2"]] == "***"
     assert mine == await brute_force(client, scoped, ids["a"], "plan")
+
+
+async def test_a_random_forest_matches_the_brute_force(client: TestClient, admin: H) -> None:
+    rng = random.Random(33)
+    top = await create_tenant(client, admin)
+    ids = [top["id"]]
+    for _ in range(30):
+        ids.append((await create_tenant(client, admin, parent_id=rng.choice(ids)))["id"])
+    for tenant in rng.sample(ids, 12):
+        value = rng.choice(["a", "b", {"n": 1}, 2])
+        await put(client, admin, tenant, "k", value, sensitive=rng.random() < 0.2)
+    for tenant in rng.sample(ids, 4):  # refused under an ancestor's lock: that is fine
+        await client.put(f"/api/v1/tenants/{tenant}/config/k",
+                         json={"value": "locked", "locked": True}, headers=admin)  # fmt: skip
+    for start in [*rng.sample(ids, 4), top["id"]]:
+        expected = await brute_force(client, admin, start, "k")
+        base = f"/api/v1/tenants/{start}/resolved?key=k"
+        assert await get_json(client, base, admin) == expected
+        got: list[Any] = []
+        cursor = None
+        while True:
+            resp = await client.get(
+                base + "&limit=3" + (f"&cursor={cursor}" if cursor else ""), headers=admin
+            )
+            got += await resp.json()
+            cursor = resp.headers.get("X-Next-Cursor")
+            if cursor is None:
+                break
+        assert got == expected
+        for value in ('"a"', '"locked"', '{"n": 1.0}', "2"):
+            want = [r for r in expected if same(r["value"], json.loads(value))]
+            if value == '{"n": 1.0}':
+                want = [r for r in expected if r["value"] == {"n": 1}]
+            assert await get_json(client, base + f"&value={quote(value)}", admin) == want
