@@ -4,8 +4,9 @@ Seeds a database (the bench's shapes, the sized_10k subtree included), gives the
 a key: a value at its root, another at every tenth child, a lock at one child. Then one
 service process (tenant-service on 127.0.0.1) answers sequential GET
 /tenants/{root}/resolved?key=plan requests: the whole list streamed, filtered by value,
-and a first page of 100. Prints per case the p50 and p90 of each run, and the median
-p50 over the runs with their spread.
+and a first page of 100; and the descendants list of the same subtree, for scale. The
+cases take turns request by request. Prints per case the median over the runs of each
+run's p50 with their spread, and each run's p90.
 
     python -m bench.resolved_timing [--database-url URL] [--tenants 100000] [--requests 30]
 """
@@ -68,6 +69,8 @@ async def run_all(args: argparse.Namespace, server: PostgresServer) -> None:
         "whole_list": f"{API}/{root}/resolved?key=plan",
         "value_eu": f"{API}/{root}/resolved?key=plan&value=%22eu%22",
         "page_100": f"{API}/{root}/resolved?key=plan&limit=100",
+        # The same subtree's descendants list, for scale on the same (busy) machine.
+        "descendants": f"{API}/{root}/descendants",
     }
     env = {**prepared.env, "PORT": str(port), "HOST": "127.0.0.1", "LOG_LEVEL": "warning"}
     figures: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
@@ -97,7 +100,9 @@ async def _measure(
             async with http.get(base + path, headers=headers) as resp:
                 body = await resp.read()
                 assert resp.status == 200, body[:200]
-            return (time.perf_counter() - started) * 1e3, body.count(b'"tenant_id"')
+            return (time.perf_counter() - started) * 1e3, body.count(
+                b'"ancestry_path"'
+            ) or body.count(b'"tenant_id"')
 
         for path in cases.values():
             for _ in range(3):
