@@ -151,12 +151,15 @@ class ConfigConstraintsRepository(Repository):
 
     async def lock_config_budgets(
         self, conn: asyncpg.Connection, tenant_ids: Sequence[UUID], keys: Sequence[str]
-    ) -> None:
-        """Hold the budget rows of these keys at these tenants until the transaction ends."""
-        if tenant_ids and keys:
-            await self._lock_budgets.many(
-                conn, tenant_ids=sorted(set(tenant_ids)), keys=sorted(set(keys))
-            )
+    ) -> bool:
+        """Hold the budget rows of these keys at these tenants until the transaction
+        ends; whether any budget of the keys exists anywhere."""
+        if not keys:
+            return False
+        found = await self._lock_budgets.value(
+            conn, tenant_ids=sorted(set(tenant_ids)), keys=sorted(set(keys))
+        )
+        return bool(found)
 
     async def measure_config_budgets(
         self, conn: asyncpg.Connection, tenant_ids: Sequence[UUID], keys: Sequence[str] | None

@@ -83,16 +83,25 @@ WHERE tenant_id = :'tenant_id'
   AND key = :'key'
 RETURNING tenant_id, key, created_at;
 
--- name: lock_config_budgets :many
+-- name: lock_config_budgets :value
 -- Take turns on budgets of these keys at these tenants (the parents of the tenants
 -- written): siblings allocating from one budget wait for each other, nobody else does.
--- Rows in (tenant, key) order, so two writers never deadlock.
-SELECT b.tenant_id, b.key
-FROM config_budgets b
-WHERE b.tenant_id = ANY(:'tenant_ids'::uuid[])
-  AND b.key = ANY(:'keys'::text[])
-ORDER BY b.tenant_id, b.key
-FOR UPDATE;
+-- Rows in (tenant, key) order, so two writers never deadlock. Answers whether any budget
+-- of the keys exists at all (config_budgets_key_idx): without one a write has nothing
+-- to measure. Run after the key locks, so no budget the write concerns is being
+-- declared meanwhile.
+WITH held AS (
+    -- the parents' budget rows, locked
+    SELECT b.tenant_id, b.key
+    FROM config_budgets b
+    WHERE b.tenant_id = ANY(:'tenant_ids'::uuid[])
+      AND b.key = ANY(:'keys'::text[])
+    ORDER BY b.tenant_id, b.key
+    FOR UPDATE
+)
+SELECT (SELECT count(*) FROM held) >= 0
+       AND EXISTS (SELECT 1 FROM config_budgets b WHERE b.key = ANY(:'keys'::text[]))
+       AS any_budget;
 
 -- name: measure_config_budgets :many
 -- The budgets a write at these tenants can break (keys NULL: every key): those of their
@@ -105,8 +114,11 @@ written AS (
     FROM tenants t
     WHERE t.id = ANY(:'tenant_ids'::uuid[])
 ),
--- 2. The budgets concerned: at a parent, or in a written subtree (config_budgets_key_idx,
---    then tenant_closure_pkey per budget).
+-- 2. The budgets concerned: at a parent (config_budgets_pkey), or at or below a written
+--    tenant: every budget of the keys (config_budgets_key_idx) with one probe of
+--    tenant_closure_pkey each. The subquery's LIMIT keeps it a probe per budget: a join
+--    could read the written tenant's whole closure range (a root's: every tenant of its
+--    tree) on every write, budgets or none.
 holders AS (
     SELECT b.tenant_id, b.key
     FROM written w
@@ -114,10 +126,13 @@ holders AS (
     WHERE :'keys'::text[] IS NULL OR b.key = ANY(:'keys'::text[])
     UNION
     SELECT b.tenant_id, b.key
-    FROM written w
-    JOIN tenant_closure c ON c.ancestor_id = w.id
-    JOIN config_budgets b ON b.tenant_id = c.descendant_id
-    WHERE :'keys'::text[] IS NULL OR b.key = ANY(:'keys'::text[])
+    FROM config_budgets b
+    WHERE (:'keys'::text[] IS NULL OR b.key = ANY(:'keys'::text[]))
+      AND (SELECT true
+           FROM tenant_closure c
+           WHERE c.ancestor_id = ANY(:'tenant_ids'::uuid[])
+             AND c.descendant_id = b.tenant_id
+           LIMIT 1)
 )
 -- 3. Per budget: the holder's resolved value (the highest lock, else the nearest entry,
 --    as context.sql resolves) and the children's own entries.

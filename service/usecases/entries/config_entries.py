@@ -158,7 +158,7 @@ class ConfigEntries:
                 conn, tenant_id, tenant_id, {key: body.value}, sensitive={key} if sensitive else ()
             )
             written = [Written(tenant_id, node.parent_id, {key: body.value})]
-            await self.constraints.lock_budgets(conn, written)
+            budgets = await self.constraints.lock_budgets(conn, written)
             write = (
                 ConfigWrite(
                     key,
@@ -172,7 +172,8 @@ class ConfigEntries:
             after = await self.config.upsert_config_entry(
                 conn, tenant_id, write, locked=locked, reveal_to_descendants=shared
             )
-            await self.constraints.check_budgets(conn, written, [key])
+            if budgets:
+                await self.constraints.check_budgets(conn, written, [key])
             await self.deps.recorder.record(
                 conn,
                 actor,

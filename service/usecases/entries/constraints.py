@@ -263,11 +263,12 @@ class ConfigConstraints:
 
     # --- budgets ---------------------------------------------------------------------
 
-    async def lock_budgets(self, conn: asyncpg.Connection, written: Sequence[Written]) -> None:
-        """Take turns with other allocations from the parents' budgets of these keys."""
+    async def lock_budgets(self, conn: asyncpg.Connection, written: Sequence[Written]) -> bool:
+        """Take turns with other allocations from the parents' budgets of these keys;
+        whether any budget of the keys exists (none: check_budgets has nothing to do)."""
         parents = [w.parent_id for w in written if w.parent_id is not None and w.values]
         keys = {k for w in written for k in w.values}
-        await self.repo.lock_config_budgets(conn, parents, sorted(keys))
+        return await self.repo.lock_config_budgets(conn, parents, sorted(keys))
 
     async def budget_refusals(
         self, conn: asyncpg.Connection, written: Sequence[Written], keys: Sequence[str] | None

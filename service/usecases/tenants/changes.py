@@ -151,10 +151,11 @@ class TenantChanges:
         secrets = {w.key for w in writes if w.sensitive}
         await self.constraints.check_values(conn, node.id, node.id, plain, sensitive=secrets)
         written = [Written(node.id, node.parent_id, {**plain, **dict.fromkeys(deleted)})]
-        await self.constraints.lock_budgets(conn, written)
+        budgets = await self.constraints.lock_budgets(conn, written)
         await self.config.upsert_config_values(conn, node.id, writes)
         await self.config.delete_config_keys(conn, node.id, deleted)
-        await self.constraints.check_budgets(conn, written, sorted(written[0].values))
+        if budgets:
+            await self.constraints.check_budgets(conn, written, sorted(written[0].values))
         return events
 
     def _write_for(

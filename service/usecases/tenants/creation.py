@@ -115,7 +115,7 @@ class TenantCreation:
                 Written(t.id, t.parent_id, b.config or {})
                 for t, (_, b) in zip(new, bodies, strict=True)
             ]
-            await self.constraints.lock_budgets(conn, written)
+            budgets = await self.constraints.lock_budgets(conn, written)
             await self.tenants.insert_tenants(conn, new)
             await self.config.insert_config_for_new_tenants(
                 conn,
@@ -125,9 +125,10 @@ class TenantCreation:
                     for key, value in (b.config or {}).items()
                 ],
             )
-            await self.constraints.check_budgets(
-                conn, written, sorted({k for w in written for k in w.values})
-            )
+            if budgets:
+                await self.constraints.check_budgets(
+                    conn, written, sorted({k for w in written for k in w.values})
+                )
             created = await self.tenants.get_tenants_by_ids(conn, [t.id for t in new])
             await self.deps.recorder.record(
                 conn,
