@@ -798,6 +798,13 @@ CREATE TABLE public.audit_purge_checkpoints (
     CONSTRAINT audit_purge_checkpoints_object CHECK ((jsonb_typeof(changes) = 'object'::text))
 );
 
+CREATE TABLE public.config_budgets (
+    tenant_id uuid NOT NULL,
+    key text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT config_budgets_key_format CHECK ((key ~ '^[A-Za-z][A-Za-z0-9_.:-]{0,127}$'::text))
+);
+
 CREATE TABLE public.config_entries (
     tenant_id uuid NOT NULL,
     key text NOT NULL,
@@ -810,6 +817,17 @@ CREATE TABLE public.config_entries (
     reveal_to_descendants boolean DEFAULT false NOT NULL,
     CONSTRAINT config_entries_key_format CHECK ((key ~ '^[A-Za-z][A-Za-z0-9_.:-]{0,127}$'::text)),
     CONSTRAINT config_entries_value_storage CHECK (((sensitive AND (value IS NULL) AND (encrypted_value IS NOT NULL)) OR ((NOT sensitive) AND (value IS NOT NULL) AND (encrypted_value IS NULL))))
+);
+
+CREATE TABLE public.config_schemas (
+    tenant_id uuid NOT NULL,
+    key text NOT NULL,
+    schema jsonb NOT NULL,
+    digest text NOT NULL,
+    enforce boolean DEFAULT true NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT config_schemas_key_format CHECK ((key ~ '^[A-Za-z][A-Za-z0-9_.:-]{0,127}$'::text))
 );
 
 CREATE TABLE public.consents (
@@ -1090,8 +1108,14 @@ ALTER TABLE ONLY public.audit_logs
 ALTER TABLE ONLY public.audit_purge_checkpoints
     ADD CONSTRAINT audit_purge_checkpoints_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY public.config_budgets
+    ADD CONSTRAINT config_budgets_pkey PRIMARY KEY (tenant_id, key);
+
 ALTER TABLE ONLY public.config_entries
     ADD CONSTRAINT config_entries_pkey PRIMARY KEY (tenant_id, key);
+
+ALTER TABLE ONLY public.config_schemas
+    ADD CONSTRAINT config_schemas_pkey PRIMARY KEY (tenant_id, key);
 
 ALTER TABLE ONLY public.consents
     ADD CONSTRAINT consents_pkey PRIMARY KEY (id);
@@ -1164,6 +1188,8 @@ CREATE INDEX audit_logs_actor_idx ON public.audit_logs USING btree (actor_id, id
 CREATE INDEX audit_logs_created_at_idx ON public.audit_logs USING btree (created_at);
 
 CREATE INDEX audit_logs_tenant_idx ON public.audit_logs USING btree (tenant_id, id);
+
+CREATE INDEX config_budgets_key_idx ON public.config_budgets USING btree (key, tenant_id);
 
 CREATE INDEX config_entries_locked_idx ON public.config_entries USING btree (key, tenant_id) WHERE locked;
 
@@ -1306,8 +1332,14 @@ ALTER TABLE ONLY public.api_keys
 ALTER TABLE ONLY public.api_keys
     ADD CONSTRAINT api_keys_tenant_fk FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;
 
+ALTER TABLE ONLY public.config_budgets
+    ADD CONSTRAINT config_budgets_tenant_fk FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;
+
 ALTER TABLE ONLY public.config_entries
     ADD CONSTRAINT config_entries_tenant_fk FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.config_schemas
+    ADD CONSTRAINT config_schemas_tenant_fk FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.consents
     ADD CONSTRAINT consents_tenant_fk FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;

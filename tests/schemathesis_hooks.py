@@ -119,6 +119,10 @@ LEGITIMATE_REFUSALS: dict[int, dict[str, str]] = {
     },
     410: {"TENANT_ARCHIVED": "the tenant was archived by an earlier request"},
     412: {"PRECONDITION_FAILED": "a generated If-Match names another version"},
+    422: {
+        "CONFIG_SCHEMA_VIOLATION": "a value schema declared by an earlier request refuses it",
+        "BUDGET_NOT_NUMERIC": "a budget declared by an earlier request wants a number",
+    },
 }
 # VALIDATION_ERRORs of rules across fields or across time, by field.
 CROSS_FIELD_RULES = {
@@ -140,6 +144,9 @@ CROSS_FIELD_RULES = {
     "config": "free-form config values refuse NUL, deep nesting and huge integers",
     "metadata": "free-form metadata refuses NUL, deep nesting and huge integers",
     "cursor": "a page's cursor must lie in the subtree of the tenant in the path",
+    # A value schema must be a valid, self-contained draft 2020-12 JSON Schema, which the
+    # document's "an object" cannot state.
+    "schema": "a value schema must be a valid draft 2020-12 JSON Schema",
     "change": "a previewed delete takes no value, mode, locked or sensitive",
     "value": "a previewed set needs the value it would set",
 }

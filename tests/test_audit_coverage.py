@@ -102,6 +102,16 @@ CASES = [
          body=lambda w: {"value": True}),
     Case("DELETE", "/api/v1/tenants/{tenant}/permissions/billing", "permission.deleted",
          "permission_policy", const("billing"), world_id("tenant"), status=204),
+    # value schemas and budgets of config keys
+    Case("PUT", "/api/v1/tenants/{tenant}/config-schemas/size", "config_schema.declared",
+         "config_schema", const("size"), world_id("tenant"),
+         body=lambda w: {"schema": {"type": "integer"}}, status=201),
+    Case("DELETE", "/api/v1/tenants/{tenant}/config-schemas/theme", "config_schema.deleted",
+         "config_schema", const("theme"), world_id("tenant"), status=204),
+    Case("PUT", "/api/v1/tenants/{tenant}/config-budgets/quota", "config_budget.declared",
+         "config_budget", const("quota"), world_id("tenant"), body=lambda w: {}, status=201),
+    Case("DELETE", "/api/v1/tenants/{tenant}/config-budgets/seats", "config_budget.deleted",
+         "config_budget", const("seats"), world_id("tenant"), status=204),
     Case("POST", "/api/v1/maintenance/rotate-encryption-key",
          "maintenance.encryption_key_rotated", "encryption_key", nothing, nothing,
          body=lambda w: {"old_key": ENCRYPTION_KEY,
@@ -167,6 +177,14 @@ async def make_world(client: TestClient, headers: dict[str, str], conn: Any) -> 
     assert resp.status == 201
     archived = await create_tenant(client, headers, parent_id=tenant["id"])
     assert (await client.delete(f"/api/v1/tenants/{archived['id']}", headers=headers)).ok
+    for path, body in (
+        ("config-schemas/theme", {"schema": {"type": "string"}}),
+        ("config-budgets/seats", {}),
+    ):
+        resp = await client.put(
+            f"/api/v1/tenants/{tenant['id']}/{path}", json=body, headers=headers
+        )
+        assert resp.status == 201, await resp.json()
     resp = await client.post(
         f"/api/v1/tenants/{tenant['id']}/consent", json={"purpose": "newsletter"}, headers=headers
     )

@@ -15,7 +15,7 @@ TESTS = Path(__file__).resolve().parent
 STARTS_PROCESSES = re.compile(
     r"\bsubprocess\b|create_subprocess_exec|\bPopen\b|ServiceProcess|running_services"
     r"|run_cli|support\.own_postgres|support\.cluster|support\.pgbouncer|support\.browser"
-    r"|support\.node_tools|support\.ha\b"
+    r"|support\.node_tools|support\.ha\b|tests\.test_console_browser import"
     r"|start_service|\bnode\b.*\brun\(|chromium"
 )
 TIER_MARKERS = {"processes", "browser", "cluster"}

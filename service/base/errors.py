@@ -26,6 +26,8 @@ STATUS_BY_CODE: dict[str, int] = {
     "ROLE_NOT_FOUND": 404,
     "AUDIT_LOG_NOT_FOUND": 404,
     "CONFIG_NOT_FOUND": 404,
+    "CONFIG_SCHEMA_NOT_FOUND": 404,
+    "CONFIG_BUDGET_NOT_FOUND": 404,
     "PERMISSION_NOT_FOUND": 404,
     "CONSENT_NOT_FOUND": 404,
     "NOT_FOUND": 404,
@@ -35,6 +37,8 @@ STATUS_BY_CODE: dict[str, int] = {
     "CYCLE_DETECTED": 409,
     "CONFIG_LOCKED": 409,
     "PERMISSION_LOCKED": 409,
+    "CONFIG_SCHEMA_CONFLICT": 409,
+    "BUDGET_EXCEEDED": 409,
     "PARENT_ARCHIVED": 409,
     "DEPTH_LIMIT_EXCEEDED": 409,
     "API_KEY_REVOKED": 409,
@@ -42,6 +46,8 @@ STATUS_BY_CODE: dict[str, int] = {
     "ENCRYPTION_KEY_MISMATCH": 409,
     "ALREADY_IN_REGION": 409,
     "IDEMPOTENCY_KEY_REUSED": 422,
+    "CONFIG_SCHEMA_VIOLATION": 422,
+    "BUDGET_NOT_NUMERIC": 422,
     "IDEMPOTENCY_KEY_IN_USE": 409,
     "TENANT_ARCHIVED": 410,
     "PRECONDITION_FAILED": 412,
@@ -57,9 +63,18 @@ STATUS_BY_CODE: dict[str, int] = {
 class FieldError:
     field: str
     message: str
+    # The tenant a constraint answer names (the deciding or the breaking one).
+    tenant_id: str | None = None
+    # Further facts of that answer (schema_path, capacity, allocated, remaining...).
+    info: Mapping[str, Any] | None = None
 
-    def as_dict(self) -> dict[str, str]:
-        return {"field": self.field, "message": self.message}
+    def as_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"field": self.field, "message": self.message}
+        if self.tenant_id is not None:
+            body["tenant_id"] = self.tenant_id
+        if self.info:
+            body.update(self.info)
+        return body
 
 
 class ServiceError(Exception):

@@ -57,7 +57,8 @@ async def get_config(request: web.Request) -> web.Response:
     "PUT", CONFIG_PATH + "/{key}", summary="Create (201) or replace (200) a config entry",
     body=ConfigPut, response=ConfigEntry, status=201,
     extra={"responses": {200: ConfigEntry}, "headers": {201: ("Location",)}},
-    errors=(*READ_ERRORS, "CONFIG_LOCKED"),
+    errors=(*READ_ERRORS, "CONFIG_LOCKED", "CONFIG_SCHEMA_VIOLATION", "BUDGET_EXCEEDED",
+            "BUDGET_NOT_NUMERIC"),
 )  # fmt: skip
 async def put_config(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
@@ -74,7 +75,7 @@ async def put_config(request: web.Request) -> web.Response:
 
 @api.route(
     "DELETE", CONFIG_PATH + "/{key}", summary="Delete a config entry", status=204,
-    errors=(*READ_ERRORS, "CONFIG_NOT_FOUND", "CONFIG_LOCKED"),
+    errors=(*READ_ERRORS, "CONFIG_NOT_FOUND", "CONFIG_LOCKED", "BUDGET_EXCEEDED"),
 )  # fmt: skip
 async def delete_config(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)

@@ -78,7 +78,8 @@ async def list_tenants(request: web.Request) -> web.Response:
     "POST", "/api/v1/tenants", summary="Create a tenant", body=TenantCreate, response=Tenant,
     status=201, extra={"headers": {201: ("ETag", "Location")}},
     errors=("VALIDATION_ERROR", "CONFLICT", "TENANT_NOT_FOUND", "TENANT_ARCHIVED",
-            "TENANT_ACCESS_DENIED", "DEPTH_LIMIT_EXCEEDED", "CONFIG_LOCKED"),
+            "TENANT_ACCESS_DENIED", "DEPTH_LIMIT_EXCEEDED", "CONFIG_LOCKED",
+            "CONFIG_SCHEMA_VIOLATION", "BUDGET_EXCEEDED", "BUDGET_NOT_NUMERIC"),
 )  # fmt: skip
 async def create_tenant(request: web.Request) -> web.Response:
     body = await read_body(request, TenantCreate)
@@ -93,7 +94,7 @@ async def create_tenant(request: web.Request) -> web.Response:
 @api.route(
     "POST", "/api/v1/tenants/batch", summary="Create up to 100 tenants atomically",
     body=TenantBatchCreate, response=TenantBatchResult, status=201,
-    errors=("VALIDATION_ERROR", "CONFLICT"),
+    errors=("VALIDATION_ERROR", "CONFLICT", "BUDGET_EXCEEDED", "BUDGET_NOT_NUMERIC"),
     extra={"responses": {400: TenantBatchError, 409: TenantBatchError}},
 )  # fmt: skip
 async def create_tenants_batch(request: web.Request) -> web.Response:
@@ -135,7 +136,8 @@ async def get_tenant(request: web.Request) -> web.Response:
 @api.route(
     "PATCH", "/api/v1/tenants/{id}", summary="Update name, slug, config or metadata (merge patch)",
     body=TenantPatch, response=Tenant, extra=IF_MATCH,
-    errors=(*TENANT_ERRORS, "CONFLICT", "CONFIG_LOCKED", "PRECONDITION_FAILED"),
+    errors=(*TENANT_ERRORS, "CONFLICT", "CONFIG_LOCKED", "PRECONDITION_FAILED",
+            "CONFIG_SCHEMA_VIOLATION", "BUDGET_EXCEEDED", "BUDGET_NOT_NUMERIC"),
 )  # fmt: skip
 async def update_tenant(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
@@ -183,7 +185,8 @@ async def restore_tenant(request: web.Request) -> web.Response:
     "POST", "/api/v1/tenants/{id}/move", summary="Move a tenant and its subtree",
     body=TenantMove, response=Tenant, extra=IF_MATCH,
     errors=(*TENANT_ERRORS, "CYCLE_DETECTED", "DEPTH_LIMIT_EXCEEDED", "TENANT_ACCESS_DENIED",
-            "PRECONDITION_FAILED", "ROLE_OUTSIDE_SUBTREE"),
+            "PRECONDITION_FAILED", "ROLE_OUTSIDE_SUBTREE", "CONFIG_SCHEMA_CONFLICT",
+            "BUDGET_EXCEEDED", "BUDGET_NOT_NUMERIC"),
 )  # fmt: skip
 async def move_tenant(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)

@@ -83,6 +83,8 @@ class Examples:
         kind = schema.get("type")
         if kind == "object" or "properties" in schema:
             properties = schema.get("properties", {})
+            if not properties and schema.get("additionalProperties") is False:
+                return {}
             if not properties and depth < 4:
                 extra = schema.get("additionalProperties")
                 key = {"counts": "tenants", "metadata": "owner"}.get(name, "theme")
@@ -201,6 +203,16 @@ EVENT_DATA: dict[str, dict[str, Any]] = {
         ["tenant_id", "key", "value", "mode"],
     ),
     "permission.deleted": _data(_ENTRY_KEY, ["tenant_id", "key"]),
+    "config_schema.declared": {
+        **_data(
+            {**_ENTRY_KEY, "schema": {"type": "object"}, "enforce": {"type": "boolean"}},
+            ["tenant_id", "key", "schema", "enforce"],
+        ),
+        "description": "A value schema declared or replaced (enforce false: audit-only).",
+    },
+    "config_schema.deleted": _data(_ENTRY_KEY, ["tenant_id", "key"]),
+    "config_budget.declared": _data(_ENTRY_KEY, ["tenant_id", "key"]),
+    "config_budget.deleted": _data(_ENTRY_KEY, ["tenant_id", "key"]),
 }
 EVENT_DATA["permission.updated"] = EVENT_DATA["permission.created"]
 EVENT_DATA["webhook.disabled"] = {

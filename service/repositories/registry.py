@@ -9,6 +9,7 @@ from service.db.queries import Queries
 from service.repositories.api_keys import ApiKeysRepository
 from service.repositories.audit_chain import AuditChainRepository
 from service.repositories.audit_logs import AuditLogsRepository
+from service.repositories.config_constraints import ConfigConstraintsRepository
 from service.repositories.config_entries import ConfigEntriesRepository
 from service.repositories.consents import ConsentsRepository
 from service.repositories.context import ContextRepository
@@ -23,6 +24,7 @@ from service.repositories.outbox import OutboxRepository
 from service.repositories.permissions import PermissionsRepository
 from service.repositories.read_cache import ReadCacheRepository
 from service.repositories.regions import RegionsRepository
+from service.repositories.resolved import ResolvedRepository
 from service.repositories.retention import RetentionRepository
 from service.repositories.revisions import RevisionsRepository
 from service.repositories.roles import RolesRepository
@@ -35,6 +37,8 @@ from service.repositories.webhooks import WebhooksRepository
 class Repositories:
     tenants: TenantsRepository
     config: ConfigEntriesRepository
+    constraints: ConfigConstraintsRepository
+    resolved: ResolvedRepository
     outbox: OutboxRepository
     api_keys: ApiKeysRepository
     health: HealthRepository
@@ -63,6 +67,8 @@ class Repositories:
         return cls(
             tenants=TenantsRepository(queries),
             config=ConfigEntriesRepository(queries),
+            constraints=ConfigConstraintsRepository(queries),
+            resolved=ResolvedRepository(queries),
             outbox=OutboxRepository(queries),
             api_keys=ApiKeysRepository(queries),
             health=HealthRepository(queries),

@@ -12,7 +12,7 @@ from service.schemas.common import NO_NUL, Strict, check_text
 from service.schemas.times import AwareDatetime, check_utc
 from service.webhooks.signing import MAX_SECRET_LENGTH, MIN_SECRET_LENGTH, check_secret
 
-# The ten event types of docs/api.md, Webhooks.
+# The event types of docs/api.md, Webhooks.
 EventType = Literal[
     "tenant.created",
     "tenant.updated",
@@ -24,6 +24,11 @@ EventType = Literal[
     "permission.created",
     "permission.updated",
     "permission.deleted",
+    # value schemas and budgets of config keys (docs/constraints.md)
+    "config_schema.declared",
+    "config_schema.deleted",
+    "config_budget.declared",
+    "config_budget.deleted",
     # another endpoint was disabled for failing (docs/decisions/webhooks.md "Endpoint health")
     "webhook.disabled",
 ]

@@ -17,7 +17,9 @@ from service.usecases.compliance.key_rotation import EncryptionKeyRotations
 from service.usecases.compliance.purge import TenantPurge
 from service.usecases.compliance.regions import RegionMigrations
 from service.usecases.compliance.retention import Retention
+from service.usecases.entries.config_budgets import ConfigBudgets
 from service.usecases.entries.config_entries import ConfigEntries
+from service.usecases.entries.config_schemas import ConfigSchemas
 from service.usecases.entries.impact import ConfigImpact
 from service.usecases.entries.permission_impact import PermissionImpact
 from service.usecases.entries.permissions import PermissionPolicies
@@ -33,6 +35,7 @@ from service.usecases.tenants.flags import FlagEvaluation
 from service.usecases.tenants.move_preview import MovePreviews
 from service.usecases.tenants.moves import TenantMoves
 from service.usecases.tenants.queries import TenantQueries
+from service.usecases.tenants.resolved import ResolvedValues
 from service.usecases.webhooks.changes import WebhookChanges
 from service.usecases.webhooks.delivery_admin import DeliveryAdmin
 from service.usecases.webhooks.health import WebhookHealth
@@ -53,6 +56,9 @@ class UseCases:
     flag_evaluation: FlagEvaluation
     # a tenant's entries
     config_entries: ConfigEntries
+    config_schemas: ConfigSchemas
+    config_budgets: ConfigBudgets
+    resolved_values: ResolvedValues
     config_impact: ConfigImpact
     permission_impact: PermissionImpact
     permission_policies: PermissionPolicies
@@ -93,6 +99,9 @@ class UseCases:
             context_delivery=ContextDelivery(deps),
             flag_evaluation=FlagEvaluation(ContextReads(deps, reads)),
             config_entries=ConfigEntries(deps),
+            config_schemas=ConfigSchemas(deps),
+            config_budgets=ConfigBudgets(deps),
+            resolved_values=ResolvedValues(deps),
             config_impact=ConfigImpact(deps),
             permission_impact=PermissionImpact(deps),
             permission_policies=PermissionPolicies(deps),

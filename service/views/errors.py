@@ -9,6 +9,14 @@ from service.views.tenants import BatchItemError, Tenant
 class FieldProblem(View):
     field: str
     message: str
+    # Constraint answers (docs/constraints.md): the tenant named, and the facts.
+    tenant_id: str | None = None
+    key: str | None = None
+    schema_path: str | None = None
+    schema_tenant_id: str | None = None
+    capacity: float | None = None
+    allocated: float | None = None
+    remaining: float | None = None
 
 
 class ErrorDetail(View):

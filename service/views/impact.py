@@ -6,6 +6,7 @@ from typing import Any, Literal
 from uuid import UUID
 
 from service.views.base import AlwaysTrue, View
+from service.views.errors import FieldProblem
 
 
 class PreviewRefusal(View):
@@ -16,8 +17,14 @@ class PreviewRefusal(View):
         "PERMISSION_NOT_FOUND",
         "CYCLE_DETECTED",
         "DEPTH_LIMIT_EXCEEDED",
+        "CONFIG_SCHEMA_VIOLATION",
+        "CONFIG_SCHEMA_CONFLICT",
+        "BUDGET_EXCEEDED",
+        "BUDGET_NOT_NUMERIC",
     ]
     message: str
+    # Schema and budget refusals: the deciding or breaking tenants, as the error body has.
+    details: list[FieldProblem] | None = None
 
 
 class ResolvedValue(View):

@@ -3,6 +3,7 @@
 
 import { del, get, learnNames, mergePatch, nameOf, patch, post, remember } from "./api.js";
 import { configSection, permissionsSection } from "./entries.js";
+import { constraintsSection } from "./constraints.js";
 import { badge, confirmButton, field, fill, h, jsonText, messageBox, tenantRef, when } from "./dom.js";
 
 function describeMoveError(err, tenant, target) {
@@ -252,6 +253,7 @@ export async function tenantPage(view, tenantId, app) {
       h("section.card", { "aria-labelledby": "fields-title" }, h("h3", { id: "fields-title" }, "Fields"), fields),
       writable ? h("section.card", { "aria-labelledby": "edit-title" }, h("h3", { id: "edit-title" }, "Edit"), editForm) : null,
       configSection(tenant, writable),
+      constraintsSection(tenant),
       permissionsSection(tenant, writable),
       writable ? h("section.card", { "aria-labelledby": "child-title" }, h("h3", { id: "child-title" }, "New child"), childForm) : null,
       writable ? h("section.card", { "aria-labelledby": "move-title" }, h("h3", { id: "move-title" }, "Move"), moveForm) : null,

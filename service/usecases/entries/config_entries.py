@@ -13,10 +13,12 @@ from service.auth.principal import Actor, Principal
 from service.base.crypto import DecryptionError
 from service.base.errors import ServiceError
 from service.repositories.config_entries import ConfigEntryRow, ConfigWrite
+from service.repositories.tenants import TenantNode
 from service.schemas.config import ConfigPut
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord, Event
 from service.usecases.common.tenant_access import visible_active
+from service.usecases.entries.constraints import ConfigConstraints, Written
 from service.usecases.entries.values import (
     check_reveal,
     encrypt_value,
@@ -70,6 +72,7 @@ class ConfigEntries:
         self.deps = deps
         self.tenants = deps.repos.tenants
         self.config = deps.repos.config
+        self.constraints = ConfigConstraints(deps)
         self.writes = EntryWrites(
             deps,
             EntryStore(
@@ -82,8 +85,13 @@ class ConfigEntries:
                 remove=self.config.delete_config_entry,
                 lock_keys=self.config.lock_config_keys,
                 find_locked=self.config.find_locked_config_keys,
+                after_remove=self._after_remove,
             ),
         )
+
+    async def _after_remove(self, conn: asyncpg.Connection, node: TenantNode, key: str) -> None:
+        # A value gone at a budget's holder (or above it) may leave its children over it.
+        await self.constraints.check_budgets(conn, [Written(node.id, node.parent_id, {})], [key])
 
     def _shown(self, entry: ConfigEntryRow, reveal: bool) -> ShownEntry:
         value = shown_value(
@@ -146,6 +154,11 @@ class ConfigEntries:
                 and self._unchanged(before, body.value, locked, sensitive)
             ):
                 return self._shown(before, False), False
+            await self.constraints.check_values(
+                conn, tenant_id, tenant_id, {key: body.value}, sensitive={key} if sensitive else ()
+            )
+            written = [Written(tenant_id, node.parent_id, {key: body.value})]
+            budgets = await self.constraints.lock_budgets(conn, written)
             write = (
                 ConfigWrite(
                     key,
@@ -159,6 +172,8 @@ class ConfigEntries:
             after = await self.config.upsert_config_entry(
                 conn, tenant_id, write, locked=locked, reveal_to_descendants=shared
             )
+            if budgets:
+                await self.constraints.check_budgets(conn, written, [key])
             await self.deps.recorder.record(
                 conn,
                 actor,

@@ -14,11 +14,15 @@ from msgspec import UNSET
 
 from service.auth.principal import Principal
 from service.base.errors import ServiceError
+from service.repositories.config_entries import ConfigWrite
 from service.repositories.impact import OwnEntry, Resolved
+from service.repositories.tenants import TenantNode
 from service.schemas.config import ConfigPreviewBody, PreviewQuery
 from service.usecases.common.deps import Deps
 from service.usecases.common.tenant_access import visible_active
 from service.usecases.entries.config_entries import config_not_found
+from service.usecases.entries.constraints import ConfigConstraints, Written, schema_violation
+from service.usecases.entries.values import encrypt_value
 from service.usecases.entries.writes import key_locked
 from service.views.base import SENSITIVE_MASK
 
@@ -32,7 +36,23 @@ def _shown(value: Any, sensitive: bool) -> Any:
 
 def refusal(error: ServiceError) -> dict[str, Any]:
     """The error the real write would answer, as the preview reports it."""
-    return {"code": error.code, "message": error.message}
+    found: dict[str, Any] = {"code": error.code, "message": error.message}
+    if error.details and error.code in CONSTRAINT_CODES:
+        found["details"] = [d.as_dict() for d in error.details]
+    return found
+
+
+CONSTRAINT_CODES = frozenset(
+    ("CONFIG_SCHEMA_VIOLATION", "CONFIG_SCHEMA_CONFLICT", "BUDGET_EXCEEDED", "BUDGET_NOT_NUMERIC")
+)
+
+
+class _Undo(Exception):
+    """Rolls back the trial write of a preview, carrying what the budgets said."""
+
+    def __init__(self, refused: list[ServiceError]) -> None:
+        super().__init__("undo")
+        self.refused = refused
 
 
 def resolved_json(r: Resolved | None) -> dict[str, Any] | None:
@@ -59,6 +79,8 @@ class ConfigImpact:
     def __init__(self, deps: Deps) -> None:
         self.db = deps.db
         self.repos = deps.repos
+        self.keyring = deps.keyring
+        self.constraints = ConfigConstraints(deps)
 
     async def preview(
         self,
@@ -97,6 +119,8 @@ class ConfigImpact:
                 body.sensitive if body.sensitive is not UNSET else bool(before and before.sensitive)
             )
             new = (None if sensitive else body.value, locked, sensitive)
+        if refused is None:
+            refused = await self._constraint_refusal(conn, node, key, body, new)
         changes, total = await repos.impact.preview_config_change(
             conn, tenant_id, key, new=new, after_id=query.cursor or NIL, limit=query.limit + 1
         )
@@ -144,3 +168,41 @@ class ConfigImpact:
         if body.change == "delete" and missing:
             return refusal(config_not_found(key))
         return None
+
+    async def _constraint_refusal(
+        self,
+        conn: asyncpg.Connection,
+        node: TenantNode,
+        key: str,
+        body: ConfigPreviewBody,
+        new: tuple[Any, bool, bool] | None,
+    ) -> dict[str, Any] | None:
+        """The schema or budget refusal the write would meet. The budgets are judged by
+        making the write in a savepoint, measuring, and rolling the savepoint back: the
+        same check the write runs, so the same answer."""
+        value = body.value if new is not None else None
+        sensitive = new is not None and new[2]
+        if new is not None:
+            breaches = await self.constraints.schema_refusals(
+                conn, node.id, node.id, {key: value}, sensitive={key} if sensitive else ()
+            )
+            if breaches:
+                return refusal(schema_violation(breaches))
+        written = [Written(node.id, node.parent_id, {key: value})]
+        try:
+            async with conn.transaction():
+                if new is None:
+                    await self.repos.config.delete_config_entry(conn, node.id, key)
+                else:
+                    token = encrypt_value(self.keyring.encryptor, node.id, key, value)
+                    write = (
+                        ConfigWrite(key, None, token, True)
+                        if sensitive
+                        else ConfigWrite(key, value, None, False)
+                    )
+                    await self.repos.config.upsert_config_entry(
+                        conn, node.id, write, locked=new[1], reveal_to_descendants=False
+                    )
+                raise _Undo(await self.constraints.budget_refusals(conn, written, [key]))
+        except _Undo as undo:
+            return refusal(undo.refused[0]) if undo.refused else None

@@ -65,6 +65,8 @@ class EntryStore(Generic[E]):
     remove: Callable[[asyncpg.Connection, UUID, str], Awaitable[E | None]]
     lock_keys: Callable[[asyncpg.Connection, Sequence[KeyWrite]], Awaitable[None]]
     find_locked: Callable[[asyncpg.Connection, UUID, Sequence[str]], Awaitable[dict[str, UUID]]]
+    # What must still hold once the entry is gone (config: the budgets it feeds).
+    after_remove: Callable[[asyncpg.Connection, TenantNode, str], Awaitable[None]] | None = None
 
 
 class EntryWrites(Generic[E]):
@@ -100,6 +102,8 @@ class EntryWrites(Generic[E]):
             before = await store.remove(conn, tenant_id, key)
             if before is None:
                 raise store.not_found(key)
+            if store.after_remove is not None:
+                await store.after_remove(conn, node, key)
             action = f"{store.kind}.deleted"
             await self.deps.recorder.record(
                 conn,

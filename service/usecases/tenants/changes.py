@@ -20,6 +20,7 @@ from service.usecases.common.deps import Deps
 from service.usecases.common.merge_patch import merge_patch
 from service.usecases.common.recording import AuditRecord, Event
 from service.usecases.common.tenant_access import check_if_match, visible, visible_active
+from service.usecases.entries.constraints import ConfigConstraints, Written
 from service.usecases.entries.values import same_json
 from service.views.base import SENSITIVE_MASK, document, instant_or_none, opt_str
 from service.views.tenants import Tenant
@@ -38,6 +39,7 @@ class TenantChanges:
         self.deps = deps
         self.tenants = deps.repos.tenants
         self.config = deps.repos.config
+        self.constraints = ConfigConstraints(deps)
 
     async def update(
         self,
@@ -116,6 +118,7 @@ class TenantChanges:
                 raise config_locked(key, locked[key])
         existing = {e.key: e for e in await self.config.list_config_entries(conn, node.id)}
         writes: list[ConfigWrite] = []
+        plain: dict[str, Any] = {}
         deleted: list[str] = []
         events: list[Event] = []
         for key, value in patch.items():
@@ -131,6 +134,7 @@ class TenantChanges:
             if write is None:
                 continue
             writes.append(write)
+            plain[key] = value if write.sensitive else write.value
             events.append(
                 Event(
                     "config.updated",
@@ -144,8 +148,14 @@ class TenantChanges:
                     },
                 )
             )
+        secrets = {w.key for w in writes if w.sensitive}
+        await self.constraints.check_values(conn, node.id, node.id, plain, sensitive=secrets)
+        written = [Written(node.id, node.parent_id, {**plain, **dict.fromkeys(deleted)})]
+        budgets = await self.constraints.lock_budgets(conn, written)
         await self.config.upsert_config_values(conn, node.id, writes)
         await self.config.delete_config_keys(conn, node.id, deleted)
+        if budgets:
+            await self.constraints.check_budgets(conn, written, sorted(written[0].values))
         return events
 
     def _write_for(

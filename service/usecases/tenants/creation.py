@@ -22,6 +22,7 @@ from service.repositories.tenants import NewTenant, TenantNode, TenantRow
 from service.schemas.tenants import TenantCreate
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord, Event
+from service.usecases.entries.constraints import ConfigConstraints, Written
 from service.views.base import document, opt_str
 from service.views.tenants import Tenant
 
@@ -83,6 +84,7 @@ class TenantCreation:
         self.deps = deps
         self.tenants = deps.repos.tenants
         self.config = deps.repos.config
+        self.constraints = ConfigConstraints(deps)
         self.max_depth = deps.settings.max_tenant_depth
         self.default_region = deps.settings.default_region
 
@@ -109,6 +111,11 @@ class TenantCreation:
             if errors:
                 raise BatchRejected(errors)
             new = [self._new_tenant(body, parents) for _, body in bodies]
+            written = [
+                Written(t.id, t.parent_id, b.config or {})
+                for t, (_, b) in zip(new, bodies, strict=True)
+            ]
+            budgets = await self.constraints.lock_budgets(conn, written)
             await self.tenants.insert_tenants(conn, new)
             await self.config.insert_config_for_new_tenants(
                 conn,
@@ -118,6 +125,10 @@ class TenantCreation:
                     for key, value in (b.config or {}).items()
                 ],
             )
+            if budgets:
+                await self.constraints.check_budgets(
+                    conn, written, sorted({k for w in written for k in w.values})
+                )
             created = await self.tenants.get_tenants_by_ids(conn, [t.id for t in new])
             await self.deps.recorder.record(
                 conn,
@@ -201,6 +212,18 @@ class TenantCreation:
                 errors[index] = ItemError(
                     index, "CONFIG_LOCKED",
                     f"config key {key!r} is locked by ancestor {locked[key]}", f"config.{key}",
+                )  # fmt: skip
+                continue
+            refused = await self.constraints.schema_refusals(
+                conn, body.parent_id, body.parent_id, body.config
+            )
+            if refused:
+                first = refused[0]
+                errors[index] = ItemError(
+                    index, "CONFIG_SCHEMA_VIOLATION",
+                    f"config key {first.key!r} breaks the schema declared at tenant "
+                    f"{first.schema_tenant_id} ({first.schema_path}): {first.message}",
+                    f"config.{first.key}",
                 )  # fmt: skip
         return list(errors.values())
 

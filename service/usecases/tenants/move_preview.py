@@ -1,7 +1,8 @@
 """Impact preview of a move (a dry run): which tenants of the subtree would resolve a
 config entry or permission policy differently under the new parent, from what to what
 and from which source, and whether the move would be refused (CYCLE_DETECTED,
-DEPTH_LIMIT_EXCEEDED). One snapshot; nothing written, emitted or invalidated."""
+DEPTH_LIMIT_EXCEEDED, a value schema or budget of the new ancestors). One snapshot;
+nothing written, emitted or invalidated."""
 
 from __future__ import annotations
 
@@ -15,13 +16,15 @@ from service.base.errors import ServiceError
 from service.schemas.config import PreviewQuery
 from service.usecases.common.deps import Deps
 from service.usecases.common.tenant_access import active, root_denied, visible, visible_active
+from service.usecases.entries.constraints import ConfigConstraints
+from service.usecases.entries.impact import refusal
 from service.usecases.tenants.moves import cycle_detected
 
 NIL = UUID(int=0)
 
 
 def _refusal(error: ServiceError) -> dict[str, Any]:
-    return {"code": error.code, "message": error.message}
+    return refusal(error)
 
 
 class MovePreviews:
@@ -29,6 +32,7 @@ class MovePreviews:
         self.db = deps.db
         self.repos = deps.repos
         self.max_depth = deps.settings.max_tenant_depth
+        self.constraints = ConfigConstraints(deps)
 
     async def preview(
         self,
@@ -72,6 +76,10 @@ class MovePreviews:
                     f"the move would put tenants at depth {new_depth + height}, past "
                     f"MAX_TENANT_DEPTH ({self.max_depth})",
                 ))  # fmt: skip
+        if refused is None and node.parent_id != new_parent_id:
+            refusal = await self.constraints.move_refusal(conn, node.id, new_parent_id)
+            if refusal is not None:
+                refused = _refusal(refusal)
         page: list[tuple[UUID, list[dict[str, Any]]]] = []
         total = 0
         more = False

@@ -23,6 +23,7 @@ from service.usecases.common.tenant_access import (
     visible,
     visible_active,
 )
+from service.usecases.entries.constraints import ConfigConstraints, Written
 from service.views.base import opt_str
 
 # A refused move names at most this many stranded keys (the message gives the count).
@@ -44,6 +45,7 @@ class TenantMoves:
         self.deps = deps
         self.tenants = deps.repos.tenants
         self.max_depth = deps.settings.max_tenant_depth
+        self.constraints = ConfigConstraints(deps)
 
     async def move(
         self,
@@ -145,6 +147,7 @@ class TenantMoves:
                 f"MAX_TENANT_DEPTH ({self.max_depth})",
             )
         await self._refuse_stranded_keys(conn, node, parent)
+        await self.constraints.check_move(conn, node.id, parent.id if parent else None)
         new_path = f"{parent.ancestry_path if parent else ''}/{node.id}"
         await self.tenants.move_subtree(
             conn,
@@ -153,6 +156,15 @@ class TenantMoves:
             old_path=node.ancestry_path,
             new_path=new_path,
             depth_delta=new_depth - node.depth,
+        )
+        # The subtree's values now count against the new parent's budgets, and its own
+        # budgets may resolve to other values under new ancestors.
+        own = {
+            e.key: None if e.sensitive else e.value
+            for e in await self.deps.repos.config.list_config_entries(conn, node.id)
+        }
+        await self.constraints.check_budgets(
+            conn, [Written(node.id, parent.id if parent else None, own)], None
         )
         after = await self.tenants.get_tenant(conn, node.id)
         assert after is not None

@@ -1,0 +1,124 @@
+"""Budgets of config keys (docs/constraints.md): the children's own values of a key sum
+to at most the tenant's resolved value. Declaring one takes the key locks a write at the
+tenant takes, so it judges the children's values after their writes commit, and they
+judge theirs against it after it commits."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import asyncpg
+
+from service.auth.principal import Actor, Principal
+from service.base.errors import ServiceError
+from service.repositories.config_constraints import BudgetUse, ConfigBudget
+from service.repositories.key_locks import KeyWrite
+from service.usecases.common.deps import Deps
+from service.usecases.common.recording import AuditRecord, Event
+from service.usecases.common.tenant_access import visible_active
+from service.usecases.entries.constraints import ConfigConstraints, Written
+from service.usecases.entries.writes import lock_tenant_for_entries
+
+
+def budget_not_found(key: str) -> ServiceError:
+    return ServiceError("CONFIG_BUDGET_NOT_FOUND", f"the tenant declares no budget for {key!r}")
+
+
+def _event(action: str, row: ConfigBudget) -> Event:
+    return Event(action, row.tenant_id, {"tenant_id": str(row.tenant_id), "key": row.key})
+
+
+class ConfigBudgets:
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+        self.tenants = deps.repos.tenants
+        self.repo = deps.repos.constraints
+        self.constraints = ConfigConstraints(deps)
+
+    async def _uses(
+        self, conn: asyncpg.Connection, tenant_id: UUID, keys: list[str]
+    ) -> dict[str, BudgetUse]:
+        uses = await self.repo.measure_config_budgets(conn, [tenant_id], keys)
+        return {u.key: u for u in uses if u.tenant_id == tenant_id}
+
+    async def list_budgets(
+        self, principal: Principal, tenant_id: UUID
+    ) -> list[tuple[ConfigBudget, BudgetUse | None]]:
+        async with self.deps.db.read_connection() as conn:
+            visible_active(principal, await self.tenants.get_tenant(conn, tenant_id))
+            budgets = await self.repo.list_config_budgets(conn, tenant_id)
+            uses = await self._uses(conn, tenant_id, [b.key for b in budgets])
+        return [(b, uses.get(b.key)) for b in budgets]
+
+    async def get(
+        self, principal: Principal, tenant_id: UUID, key: str
+    ) -> tuple[ConfigBudget, BudgetUse | None]:
+        async with self.deps.db.read_connection() as conn:
+            visible_active(principal, await self.tenants.get_tenant(conn, tenant_id))
+            found = await self.repo.get_config_budget(conn, tenant_id, key)
+            if found is None:
+                raise budget_not_found(key)
+            uses = await self._uses(conn, tenant_id, [key])
+        return found, uses.get(key)
+
+    async def put(
+        self, principal: Principal, actor: Actor, tenant_id: UUID, key: str
+    ) -> tuple[ConfigBudget, BudgetUse | None, bool]:
+        """Declare; 409 BUDGET_EXCEEDED when the children hold more than the tenant's
+        value, 422 BUDGET_NOT_NUMERIC when a value concerned is not a plain number."""
+
+        async def work(conn: asyncpg.Connection) -> tuple[ConfigBudget, BudgetUse | None, bool]:
+            node = await lock_tenant_for_entries(conn, self.tenants, principal, tenant_id)
+            await self.deps.repos.config.lock_config_keys(conn, [KeyWrite(node.ancestry_path, key)])
+            budget, created = await self.repo.upsert_config_budget(conn, tenant_id, key)
+            uses = await self._uses(conn, tenant_id, [key])
+            use = uses.get(key)
+            if created:
+                # Only this budget is judged: the others of the subtree hold already.
+                refused = await self.constraints.budget_refusals(
+                    conn, [Written(tenant_id, None, {})], [key]
+                )
+                mine = [
+                    e for e in refused if e.details and e.details[0].tenant_id == str(tenant_id)
+                ]
+                if mine:
+                    raise mine[0]
+                action = "config_budget.declared"
+                await self.deps.recorder.record(
+                    conn,
+                    actor,
+                    AuditRecord(
+                        action=action,
+                        resource_type="config_budget",
+                        resource_id=key,
+                        tenant_id=tenant_id,
+                        changes={"before": None, "after": {"key": key}},
+                    ),
+                    [_event(action, budget)],
+                )
+            return budget, use, created
+
+        return await self.deps.db.transaction(work)
+
+    async def delete(self, principal: Principal, actor: Actor, tenant_id: UUID, key: str) -> None:
+        async def work(conn: asyncpg.Connection) -> None:
+            node = await lock_tenant_for_entries(conn, self.tenants, principal, tenant_id)
+            await self.deps.repos.config.lock_config_keys(conn, [KeyWrite(node.ancestry_path, key)])
+            before = await self.repo.delete_config_budget(conn, tenant_id, key)
+            if before is None:
+                raise budget_not_found(key)
+            action = "config_budget.deleted"
+            await self.deps.recorder.record(
+                conn,
+                actor,
+                AuditRecord(
+                    action=action,
+                    resource_type="config_budget",
+                    resource_id=key,
+                    tenant_id=tenant_id,
+                    changes={"before": {"key": key}, "after": None},
+                ),
+                [_event(action, before)],
+            )
+
+        await self.deps.db.transaction(work)
