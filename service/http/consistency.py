@@ -9,11 +9,14 @@ from aiohttp import web
 
 from service.db.consistency import HEADER, InvalidToken, decode_token, encode_token, requiring
 from service.errors import FieldError, ServiceError
-from service.http.appkeys import DATABASE
-from service.http.freshness import WRITE_POSITION
+from service.http.appkeys import DATABASE, REPOSITORIES
+from service.http.freshness import WRITE_POSITION, WRITE_REVISION
 from service.http.routing import Handler
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# The newest revision when a write's answer was made: at or past the write's own, so a
+# stream of context changes that reached it shows the write (docs/context-delivery.md).
+REVISION_HEADER = "X-Revision"
 
 
 @web.middleware
@@ -38,4 +41,23 @@ async def consistency(request: web.Request, handler: Handler) -> web.StreamRespo
             position = await request.app[DATABASE].write_position()
         if position is not None:
             response.headers[HEADER] = encode_token(position)
+        revision = request.get(WRITE_REVISION)
+        if revision is None:
+            revision = await _newest_revision(request.app)
+        if (
+            revision is not None
+            and not response.prepared
+            and REVISION_HEADER not in response.headers
+        ):
+            response.headers[REVISION_HEADER] = str(revision)
     return response
+
+
+async def _newest_revision(app: web.Application) -> int | None:
+    """The newest revision now (after a commit: at or past its own), or None when the
+    database does not answer (the write happened; only its revision is missing)."""
+    revisions = app[REPOSITORIES].revisions
+    try:
+        return await app[DATABASE].run(revisions.current_revision)
+    except Exception:
+        return None

@@ -200,7 +200,7 @@ def _headers(endpoint: Endpoint, status: int) -> dict[str, Any]:
     if status < 300 and _takes_idempotency_key(endpoint):
         names.append("Idempotent-Replayed")
     if status < 300 and _gives_consistency_token(endpoint):
-        names.append("X-Consistency-Token")
+        names += ["X-Consistency-Token", "X-Revision"]
     names += endpoint.extra.get("headers", {}).get(status, ())
     return {name: header_ref(name) for name in names}
 

@@ -27,6 +27,7 @@ from service.usecases.keys.roles import RoleManagement
 from service.usecases.keys.signed_in import SignedIn
 from service.usecases.tenants.changes import TenantChanges
 from service.usecases.tenants.context import TenantContext
+from service.usecases.tenants.context_delivery import ContextDelivery
 from service.usecases.tenants.creation import TenantCreation
 from service.usecases.tenants.move_preview import MovePreview
 from service.usecases.tenants.moves import TenantMoves
@@ -47,6 +48,7 @@ class UseCases:
     tenant_moves: TenantMoves
     move_preview: MovePreview
     tenant_context: TenantContext
+    context_delivery: ContextDelivery
     # a tenant's entries
     config_entries: ConfigEntries
     config_impact: ConfigImpact
@@ -86,6 +88,7 @@ class UseCases:
             tenant_moves=TenantMoves(deps),
             move_preview=MovePreview(deps),
             tenant_context=TenantContext(deps, reads),
+            context_delivery=ContextDelivery(deps),
             config_entries=ConfigEntries(deps),
             config_impact=ConfigImpact(deps),
             permission_impact=PermissionImpact(deps),

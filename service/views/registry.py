@@ -17,6 +17,7 @@ from service.views.compliance import (
     RegionMigration,
     TenantExport,
 )
+from service.views.contexts import ContextBatchResult, ContextEventStream
 from service.views.entries import ConfigEntry, PermissionPolicy, TenantContext
 from service.views.errors import Error, TenantBatchError
 from service.views.impact import ConfigChangePreview, MovePreview, PermissionChangePreview
@@ -47,6 +48,9 @@ RESPONSES: dict[str, Any] = {
     "PermissionPolicy": PermissionPolicy,
     "PermissionPolicyList": list[PermissionPolicy],
     "TenantContext": TenantContext,
+    "TenantContextList": list[TenantContext],
+    "ContextBatchResult": ContextBatchResult,
+    "ContextEventStream": ContextEventStream,
     "EncryptionKeyRotation": EncryptionKeyRotation,
     "ApiKey": ApiKey,
     "ApiKeyList": list[ApiKey],
