@@ -195,6 +195,14 @@ EVENT_DATA: dict[str, dict[str, Any]] = {
         ["tenant_id", "key", "value", "mode"],
     ),
     "permission.deleted": _data(_ENTRY_KEY, ["tenant_id", "key"]),
+    "tenant.protected": {
+        **_data({"id": _UUID, "protected": {"type": "boolean"}}, ["id", "protected"]),
+        "description": "The tenant's subtree now changes only through change requests.",
+    },
+}
+EVENT_DATA["tenant.unprotected"] = {
+    **EVENT_DATA["tenant.protected"],
+    "description": "The tenant no longer protects its subtree.",
 }
 EVENT_DATA["permission.updated"] = EVENT_DATA["permission.created"]
 EVENT_DATA["webhook.disabled"] = {

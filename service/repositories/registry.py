@@ -21,6 +21,7 @@ from service.repositories.impact import ImpactRepository
 from service.repositories.metrics import MetricsRepository
 from service.repositories.outbox import OutboxRepository
 from service.repositories.permissions import PermissionsRepository
+from service.repositories.protection import ProtectionRepository
 from service.repositories.read_cache import ReadCacheRepository
 from service.repositories.regions import RegionsRepository
 from service.repositories.retention import RetentionRepository
@@ -57,6 +58,7 @@ class Repositories:
     impact: ImpactRepository
     read_cache: ReadCacheRepository
     revisions: RevisionsRepository
+    protection: ProtectionRepository
 
     @classmethod
     def build(cls, queries: Queries) -> Repositories:
@@ -85,4 +87,5 @@ class Repositories:
             impact=ImpactRepository(queries),
             read_cache=ReadCacheRepository(queries),
             revisions=RevisionsRepository(queries),
+            protection=ProtectionRepository(queries),
         )

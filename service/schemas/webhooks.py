@@ -19,6 +19,8 @@ EventType = Literal[
     "tenant.deleted",
     "tenant.restored",
     "tenant.moved",
+    "tenant.protected",
+    "tenant.unprotected",
     "config.updated",
     "config.deleted",
     "permission.created",

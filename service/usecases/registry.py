@@ -18,6 +18,7 @@ from service.usecases.compliance.purge import TenantPurge
 from service.usecases.compliance.regions import RegionMigrations
 from service.usecases.compliance.retention import Retention
 from service.usecases.entries.config_entries import ConfigEntries
+from service.usecases.entries.expiry import EntryExpiry
 from service.usecases.entries.impact import ConfigImpact
 from service.usecases.entries.permission_impact import PermissionImpact
 from service.usecases.entries.permissions import PermissionPolicies
@@ -31,6 +32,7 @@ from service.usecases.tenants.context_delivery import ContextDelivery
 from service.usecases.tenants.creation import TenantCreation
 from service.usecases.tenants.move_preview import MovePreview
 from service.usecases.tenants.moves import TenantMoves
+from service.usecases.tenants.protection import TenantProtection
 from service.usecases.tenants.queries import TenantQueries
 from service.usecases.webhooks.changes import WebhookChanges
 from service.usecases.webhooks.delivery_admin import DeliveryAdmin
@@ -46,6 +48,7 @@ class UseCases:
     tenant_creation: TenantCreation
     tenant_changes: TenantChanges
     tenant_moves: TenantMoves
+    tenant_protection: TenantProtection
     move_preview: MovePreview
     tenant_context: TenantContext
     context_delivery: ContextDelivery
@@ -54,6 +57,7 @@ class UseCases:
     config_impact: ConfigImpact
     permission_impact: PermissionImpact
     permission_policies: PermissionPolicies
+    entry_expiry: EntryExpiry
     # keys and roles
     api_key_commands: ApiKeyCommands
     api_key_queries: ApiKeyQueries
@@ -86,6 +90,7 @@ class UseCases:
             tenant_creation=TenantCreation(deps),
             tenant_changes=TenantChanges(deps),
             tenant_moves=TenantMoves(deps),
+            tenant_protection=TenantProtection(deps),
             move_preview=MovePreview(deps),
             tenant_context=TenantContext(deps, reads),
             context_delivery=ContextDelivery(deps),
@@ -93,6 +98,7 @@ class UseCases:
             config_impact=ConfigImpact(deps),
             permission_impact=PermissionImpact(deps),
             permission_policies=PermissionPolicies(deps),
+            entry_expiry=EntryExpiry(deps),
             api_key_commands=ApiKeyCommands(deps, keys),
             api_key_queries=ApiKeyQueries(deps),
             role_management=RoleManagement(deps, keys),

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from service.views.audit_chain import AuditChainLink, AuditChainVerification
+from service.views.changes import TenantProtection
 from service.views.compliance import (
     AuditEntry,
     Consent,
@@ -39,6 +40,7 @@ from service.views.webhooks import (
 
 RESPONSES: dict[str, Any] = {
     "Tenant": Tenant,
+    "TenantProtection": TenantProtection,
     "TenantList": list[Tenant],
     "TenantPage": TenantPage,
     "TenantBatchResult": TenantBatchResult,

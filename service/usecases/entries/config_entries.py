@@ -14,6 +14,7 @@ from service.crypto import DecryptionError
 from service.errors import ServiceError
 from service.repositories.config_entries import ConfigEntry, ConfigWrite
 from service.schemas.config import ConfigPut
+from service.timefmt import iso
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord, Event
 from service.usecases.common.tenant_access import visible_active
@@ -48,6 +49,7 @@ def _audit_view(entry: ConfigEntry | None) -> dict[str, Any] | None:
         "locked": entry.locked,
         "sensitive": entry.sensitive,
         "reveal_to_descendants": entry.reveal_to_descendants,
+        **({} if entry.expires_at is None else {"expires_at": iso(entry.expires_at)}),
     }
 
 
@@ -143,6 +145,7 @@ class ConfigEntries:
             if (
                 before is not None
                 and before.reveal_to_descendants == shared
+                and before.expires_at == body.expires_at
                 and self._unchanged(before, body.value, locked, sensitive)
             ):
                 return self._shown(before, False), False
@@ -157,7 +160,12 @@ class ConfigEntries:
                 else ConfigWrite(key, body.value, None, False)
             )
             after = await self.config.upsert_config_entry(
-                conn, tenant_id, write, locked=locked, reveal_to_descendants=shared
+                conn,
+                tenant_id,
+                write,
+                locked=locked,
+                reveal_to_descendants=shared,
+                expires_at=body.expires_at,
             )
             await self.deps.recorder.record(
                 conn,
