@@ -22,6 +22,7 @@ from service.delivery.runtime import WebhookRuntime
 from service.handlers import (
     api_keys,
     audit_logs,
+    change_requests,
     config,
     consents,
     console,
@@ -73,6 +74,7 @@ def apis() -> list[Api]:
         observability.api,
         tenants.api,
         protection.api,
+        change_requests.api,
         config.api,
         impact.api,
         context.api,
@@ -141,7 +143,11 @@ def create_app(
     app[WEBHOOK_RUNTIME] = webhook_runtime
     use_cases = app[keys.USE_CASES]
     app[SCHEDULER] = Scheduler(
-        [("entry_expiry", use_cases.entry_expiry.expire_due)],
+        [
+            ("entry_expiry", use_cases.entry_expiry.expire_due),
+            ("missed_change_requests", use_cases.change_request_apply.fail_missed),
+            ("due_change_requests", use_cases.change_request_apply.apply_due),
+        ],
         poll_seconds=settings.scheduler_poll_seconds,
     )
     app[keys.CONSOLE_ASSETS] = ConsoleAssets.load()

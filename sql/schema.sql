@@ -642,6 +642,42 @@ CREATE TABLE public.audit_chain (
     entry_hash bytea NOT NULL
 );
 
+CREATE TABLE public.change_request_reviews (
+    change_request_id uuid NOT NULL,
+    review_round integer NOT NULL,
+    reviewer_id text NOT NULL,
+    reviewer_type text NOT NULL,
+    verdict text NOT NULL,
+    comment text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT change_request_reviews_verdict_check CHECK ((verdict = ANY (ARRAY['approved'::text, 'rejected'::text])))
+);
+
+CREATE TABLE public.change_requests (
+    id uuid NOT NULL,
+    title text NOT NULL,
+    description text DEFAULT ''::text NOT NULL,
+    changes jsonb NOT NULL,
+    tenant_ids uuid[] NOT NULL,
+    state text NOT NULL,
+    author_id text NOT NULL,
+    author_type text NOT NULL,
+    author_scope uuid,
+    author_scopes text[] NOT NULL,
+    apply_at timestamp with time zone,
+    impact jsonb NOT NULL,
+    impact_digest text NOT NULL,
+    review_round integer DEFAULT 1 NOT NULL,
+    approvals integer DEFAULT 0 NOT NULL,
+    approved_digest text,
+    revision bigint,
+    error jsonb,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    applied_at timestamp with time zone,
+    CONSTRAINT change_requests_state_check CHECK ((state = ANY (ARRAY['draft'::text, 'pending_approval'::text, 'approved'::text, 'rejected'::text, 'cancelled'::text, 'applied'::text, 'failed'::text])))
+);
+
 CREATE TABLE public.config_entries (
     tenant_id uuid NOT NULL,
     key text NOT NULL,
@@ -936,6 +972,12 @@ ALTER TABLE ONLY public.audit_chain
 ALTER TABLE ONLY public.audit_logs
     ADD CONSTRAINT audit_logs_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY public.change_request_reviews
+    ADD CONSTRAINT change_request_reviews_pkey PRIMARY KEY (change_request_id, review_round, reviewer_id);
+
+ALTER TABLE ONLY public.change_requests
+    ADD CONSTRAINT change_requests_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY public.config_entries
     ADD CONSTRAINT config_entries_pkey PRIMARY KEY (tenant_id, key);
 
@@ -1013,6 +1055,12 @@ CREATE INDEX audit_logs_actor_idx ON public.audit_logs USING btree (actor_id, id
 CREATE INDEX audit_logs_created_at_idx ON public.audit_logs USING btree (created_at);
 
 CREATE INDEX audit_logs_tenant_idx ON public.audit_logs USING btree (tenant_id, id);
+
+CREATE INDEX change_requests_author_idx ON public.change_requests USING btree (author_id, id);
+
+CREATE INDEX change_requests_due_idx ON public.change_requests USING btree (apply_at) WHERE ((state = 'approved'::text) AND (apply_at IS NOT NULL));
+
+CREATE INDEX change_requests_state_idx ON public.change_requests USING btree (state, id);
 
 CREATE INDEX config_entries_expires_at_idx ON public.config_entries USING btree (expires_at) WHERE (expires_at IS NOT NULL);
 
@@ -1144,6 +1192,9 @@ ALTER TABLE ONLY public.api_keys
 
 ALTER TABLE ONLY public.api_keys
     ADD CONSTRAINT api_keys_tenant_fk FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.change_request_reviews
+    ADD CONSTRAINT change_request_reviews_request_fk FOREIGN KEY (change_request_id) REFERENCES public.change_requests(id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.config_entries
     ADD CONSTRAINT config_entries_tenant_fk FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;

@@ -9,6 +9,7 @@ from service.db.queries import Queries
 from service.repositories.api_keys import ApiKeysRepository
 from service.repositories.audit_chain import AuditChainRepository
 from service.repositories.audit_logs import AuditLogsRepository
+from service.repositories.change_requests import ChangeRequestsRepository
 from service.repositories.config_entries import ConfigEntriesRepository
 from service.repositories.consents import ConsentsRepository
 from service.repositories.context import ContextRepository
@@ -59,6 +60,7 @@ class Repositories:
     read_cache: ReadCacheRepository
     revisions: RevisionsRepository
     protection: ProtectionRepository
+    change_requests: ChangeRequestsRepository
 
     @classmethod
     def build(cls, queries: Queries) -> Repositories:
@@ -88,4 +90,5 @@ class Repositories:
             read_cache=ReadCacheRepository(queries),
             revisions=RevisionsRepository(queries),
             protection=ProtectionRepository(queries),
+            change_requests=ChangeRequestsRepository(queries),
         )

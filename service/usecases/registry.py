@@ -7,6 +7,9 @@ from dataclasses import dataclass
 
 from service.caches.key_cache import KeyCache
 from service.caches.read_cache import ReadCache
+from service.usecases.changes.applying import ChangeRequestApply
+from service.usecases.changes.execution import ChangeExecution
+from service.usecases.changes.requests import ChangeRequests
 from service.usecases.common.deps import Deps
 from service.usecases.common.idempotency import IdempotentAnswers
 from service.usecases.compliance.audit import AuditQueries
@@ -49,6 +52,9 @@ class UseCases:
     tenant_changes: TenantChanges
     tenant_moves: TenantMoves
     tenant_protection: TenantProtection
+    # change requests
+    change_requests: ChangeRequests
+    change_request_apply: ChangeRequestApply
     move_preview: MovePreview
     tenant_context: TenantContext
     context_delivery: ContextDelivery
@@ -85,12 +91,16 @@ class UseCases:
     def build(
         cls, deps: Deps, *, reads: ReadCache, keys: KeyCache, sender: WebhookSender
     ) -> UseCases:
+        execution = ChangeExecution(deps)
+        requests = ChangeRequests(deps, execution)
         return cls(
             tenant_queries=TenantQueries(deps, reads),
             tenant_creation=TenantCreation(deps),
             tenant_changes=TenantChanges(deps),
             tenant_moves=TenantMoves(deps),
             tenant_protection=TenantProtection(deps),
+            change_requests=requests,
+            change_request_apply=ChangeRequestApply(deps, execution, requests),
             move_preview=MovePreview(deps),
             tenant_context=TenantContext(deps, reads),
             context_delivery=ContextDelivery(deps),

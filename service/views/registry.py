@@ -7,7 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from service.views.audit_chain import AuditChainLink, AuditChainVerification
-from service.views.changes import TenantProtection
+from service.views.changes import (
+    ChangeRequest,
+    ChangeRequestPage,
+    ImpactDriftError,
+    TenantProtection,
+)
 from service.views.compliance import (
     AuditEntry,
     Consent,
@@ -41,6 +46,9 @@ from service.views.webhooks import (
 RESPONSES: dict[str, Any] = {
     "Tenant": Tenant,
     "TenantProtection": TenantProtection,
+    "ChangeRequest": ChangeRequest,
+    "ChangeRequestPage": ChangeRequestPage,
+    "ImpactDriftError": ImpactDriftError,
     "TenantList": list[Tenant],
     "TenantPage": TenantPage,
     "TenantBatchResult": TenantBatchResult,
