@@ -218,6 +218,7 @@ def test_errors_are_shared_and_the_document_stays_small(document: dict[str, Any]
                     assert response["content"]["application/json"]["schema"] in (
                         {"$ref": "#/components/schemas/TenantBatchError"},
                         {"$ref": "#/components/schemas/Readiness"},
+                        {"$ref": "#/components/schemas/ImpactDriftError"},
                     ), status
 
 

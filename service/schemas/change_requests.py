@@ -134,7 +134,9 @@ class ReviewBody(Strict):
 
 class ListChangeRequestsQuery(Strict):
     state: ChangeRequestState | None = None
-    author: Annotated[str, msgspec.Meta(min_length=1, max_length=255)] | None = None
+    author: (
+        Annotated[str, msgspec.Meta(min_length=1, max_length=255, extra_json_schema=NO_NUL)] | None
+    ) = None
     cursor: UUID | None = None
     limit: Annotated[int, msgspec.Meta(ge=1, le=100)] = 50
 
