@@ -129,6 +129,7 @@ class ChangeRequestApply:
         claimed: list[ChangeRequest] = []
 
         async def work() -> ChangeRequest:
+            claimed.clear()  # a list run again starts from its claim
             request = await self.deps.db.transaction(claim)
             if request is None or request.state != "approved":
                 raise _NotApplicable(request)

@@ -10,6 +10,7 @@ before and after, in that same transaction: their difference is the impact.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 from uuid import UUID
@@ -45,6 +46,7 @@ T = TypeVar("T")
 # Contexts rendered twice per preview or apply: past this many tenants a request is
 # refused (split it) rather than hold its transaction for long.
 MAX_IMPACT_TENANTS = 10_000
+WHOLE_LIST_ATTEMPTS = 5
 
 
 def changed_tenants(changes: Sequence[Change]) -> list[UUID]:
@@ -72,24 +74,37 @@ class ChangeExecution:
         commit: bool,
         on_begin: Callable[[asyncpg.Connection], Awaitable[None]] | None = None,
     ) -> T:
-        """Run work with every transaction it opens joined into one, then commit it
-        (commit=True) or roll it back. Writes inside are a change request's: protected
-        subtrees let them by."""
+        """Run work with every transaction it opens joined into one REPEATABLE READ
+        transaction, then commit it (commit=True) or roll it back. One snapshot for the
+        whole list: the contexts measured before and after the changes differ by these
+        changes only, never by another transaction that commits meanwhile (which would
+        show as drift). A write that meets such a commit fails to serialize and the whole
+        list runs again. Writes inside are a change request's: protected subtrees let
+        them by."""
 
         async def begin(conn: asyncpg.Connection) -> None:
             if on_begin is not None:
                 await on_begin(conn)
 
-        held = HeldTransaction(begin)
         db = self.deps.db
-        with holding(held), applying_change_request():
-            try:
-                result = await work()
-            except BaseException:
-                await db.settle_held(held, None)
-                raise
-            await db.settle_held(held, _nothing if commit else None)
-        return result
+        for attempt in range(1, WHOLE_LIST_ATTEMPTS + 1):
+            held = HeldTransaction(begin)
+            with holding(held), applying_change_request():
+                try:
+                    await db.transaction(_nothing, isolation="repeatable_read")
+                    result = await work()
+                except (asyncpg.SerializationError, asyncpg.DeadlockDetectedError):
+                    await db.settle_held(held, None)
+                    if attempt == WHOLE_LIST_ATTEMPTS:
+                        raise
+                    await asyncio.sleep(0.02 * attempt)
+                    continue
+                except BaseException:
+                    await db.settle_held(held, None)
+                    raise
+                await db.settle_held(held, _nothing if commit else None)
+            return result
+        raise AssertionError("unreachable")
 
     async def run_measured(
         self, principal: Principal, actor: Actor, changes: Sequence[Change]
