@@ -255,3 +255,22 @@ async def test_bad_requests_are_refused(client: TestClient, admin: dict[str, str
         {"title": "t", "changes": [{"op": "config.delete", "tenant_id": root["id"], "key": "no"}]},
     )  # fmt: skip
     assert (status, answer["error"]["code"]) == (404, "CONFIG_NOT_FOUND")
+
+
+async def test_idempotent_create_and_apply(client: TestClient, admin: dict[str, str]) -> None:
+    author, reviewer = await _keys(client)
+    root = await create_tenant(client, admin)
+    body = {"title": "t", "changes": [config_set(root["id"], "k", 1)]}
+    first = await client.post(BASE, json=body, headers={**author, "Idempotency-Key": "cr-1"})
+    again = await client.post(BASE, json=body, headers={**author, "Idempotency-Key": "cr-1"})
+    assert (first.status, again.status) == (201, 201)
+    created = await first.json()
+    assert (await again.json())["id"] == created["id"]
+    await approve(client, created["id"], reviewer)
+    headers = {**author, "Idempotency-Key": "apply-1"}
+    resp = await client.post(f"{BASE}/{created['id']}/apply", headers=headers)
+    applied = await resp.json()
+    assert (resp.status, applied["state"]) == (200, "applied"), applied
+    resp = await client.post(f"{BASE}/{created['id']}/apply", headers=headers)
+    assert resp.status == 200
+    assert await resp.json() == applied

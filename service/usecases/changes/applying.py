@@ -119,7 +119,7 @@ class ChangeRequestApply:
                     f"CHANGE_REQUEST_APPLY_GRACE ({grace} s) before the service could "
                     "apply it",
                 }
-                await self._mark_failed(conn, request, error)
+                await self._mark_failed(conn, request, error, SYSTEM_ACTOR)
             return len(missed)
 
         return await self.deps.db.transaction(work)
@@ -164,14 +164,14 @@ class ChangeRequestApply:
             return False
         except _Drifted as exc:
             request = claimed[0]
-            after = await self._record_drift(request, exc.impact)
+            after = await self._record_drift(request, exc.impact, actor)
             if raise_errors:
                 raise self._drift_error(request, exc.impact, after) from None
             return True
         except ServiceError as exc:
             if not claimed:
                 raise
-            await self._record_failure(claimed[0], exc)
+            await self._record_failure(claimed[0], exc, actor)
             if raise_errors:
                 raise
             log.warning("change request failed", id=str(claimed[0].id), code=exc.code)
@@ -189,7 +189,7 @@ class ChangeRequestApply:
         return ServiceError("CHANGE_REQUEST_NOT_FOUND", "change request not found")
 
     async def _record_drift(
-        self, request: ChangeRequest, impact: list[dict[str, Any]]
+        self, request: ChangeRequest, impact: list[dict[str, Any]], actor: Actor
     ) -> ChangeRequest | None:
         async def work(conn: asyncpg.Connection) -> ChangeRequest | None:
             current = await self.repo.lock_change_request(conn, request.id)
@@ -201,7 +201,7 @@ class ChangeRequestApply:
                             impact_digest=digest(impact)),
             )  # fmt: skip
             await record_transition(
-                self.deps, conn, SYSTEM_ACTOR, after, "change_request.drifted",
+                self.deps, conn, actor, after, "change_request.drifted",
                 {"before": {"state": "approved", "impact_digest": request.approved_digest},
                  "after": {"state": after.state, "impact_digest": after.impact_digest},
                  "drift": drift(request.impact, impact)},
@@ -220,7 +220,9 @@ class ChangeRequestApply:
             extra={"drift": drift(request.impact, impact), "change_request_id": str(request.id)},
         )
 
-    async def _record_failure(self, request: ChangeRequest, exc: ServiceError) -> None:
+    async def _record_failure(
+        self, request: ChangeRequest, exc: ServiceError, actor: Actor
+    ) -> None:
         error: dict[str, Any] = {"code": exc.code, "message": exc.message}
         if exc.details:
             error["details"] = [d.as_dict() for d in exc.details]
@@ -228,12 +230,16 @@ class ChangeRequestApply:
         async def work(conn: asyncpg.Connection) -> None:
             current = await self.repo.lock_change_request(conn, request.id)
             if current is not None and current.state == "approved":
-                await self._mark_failed(conn, current, error)
+                await self._mark_failed(conn, current, error, actor)
 
         await self.deps.db.transaction(work)
 
     async def _mark_failed(
-        self, conn: asyncpg.Connection, request: ChangeRequest, error: dict[str, Any]
+        self,
+        conn: asyncpg.Connection,
+        request: ChangeRequest,
+        error: dict[str, Any],
+        actor: Actor,
     ) -> None:
         after = await self.repo.update_change_request_state(
             conn, request.id,
@@ -241,7 +247,7 @@ class ChangeRequestApply:
                         approved_digest=request.approved_digest, error=error),
         )  # fmt: skip
         await record_transition(
-            self.deps, conn, SYSTEM_ACTOR, after, "change_request.failed",
+            self.deps, conn, actor, after, "change_request.failed",
             {"before": {"state": "approved"}, "after": {"state": "failed"}, "error": error},
             error=error,
         )  # fmt: skip
