@@ -34,6 +34,7 @@ from service.handlers import (
     impact,
     maintenance,
     observability,
+    ofrep,
     protection,
     regions,
     roles,
@@ -88,6 +89,7 @@ def apis() -> list[Api]:
         gdpr.api,
         regions.api,
         maintenance.api,
+        ofrep.api,
         console.api,
         session.api,
     ]

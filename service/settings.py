@@ -89,6 +89,9 @@ class Settings:
     context_streams_per_process: int = 2000
     context_streams_per_caller: int = 50
     context_stream_heartbeat_seconds: float = 15.0
+    # A stream ends after this long (the client resumes with Last-Event-ID): connections
+    # spread over processes again, and none outlives a deploy by much.
+    context_stream_max_seconds: float = 3600.0
     db_pool_min_size: int = 2
     db_pool_max_size: int = 10
     # Rendered tenants and contexts kept per process (service/caches/read_cache.py);
@@ -231,6 +234,9 @@ class Settings:
             ),
             context_stream_heartbeat_seconds=reader.number(
                 "CONTEXT_STREAM_HEARTBEAT_SECONDS", 15.0, 0.05, 3600
+            ),
+            context_stream_max_seconds=reader.number(
+                "CONTEXT_STREAM_MAX_SECONDS", 3600.0, 0.1, 7 * 86400
             ),
             db_pool_min_size=reader.integer("DB_POOL_MIN_SIZE", 2, 0, 1000),
             db_pool_max_size=reader.integer("DB_POOL_MAX_SIZE", 10, 1, 1000),

@@ -240,14 +240,25 @@ BEGIN
     INSERT INTO context_revisions (revision, audit_ids, tenant_count)
     VALUES (rev, audits, 0);
     WITH
+    noted AS (
+        SELECT p.tenant_id, p.seq, p.what, p.path, p.active
+        FROM context_change_pending p
+        WHERE p.xid = me AND p.tenant_id IS NOT NULL
+        UNION ALL
+        SELECT t.id, 9223372036854775807, 'c', t.ancestry_path, t.status = 'active'
+        FROM (SELECT DISTINCT p.tenant_id
+              FROM context_change_pending p
+              WHERE p.xid = me AND p.what = 's') AS s
+        JOIN tenant_closure c ON c.ancestor_id = s.tenant_id AND c.depth > 0
+        JOIN tenants t ON t.id = c.descendant_id
+    ),
     notes AS (
         SELECT p.tenant_id,
                (array_agg(p.what ORDER BY p.seq))[1] AS first_what,
                (array_agg(p.path ORDER BY p.seq))[1] AS first_path,
                (array_agg(p.active ORDER BY p.seq))[1] AS first_active,
-               bool_or(p.what IN ('c', 'n')) AS context
-        FROM context_change_pending p
-        WHERE p.xid = me AND p.tenant_id IS NOT NULL
+               bool_or(p.what IN ('c', 'n', 's')) AS context
+        FROM noted p
         GROUP BY p.tenant_id
     ),
     classified AS (
@@ -482,12 +493,9 @@ BEGIN
         RETURN NULL;
     END IF;
     INSERT INTO context_change_pending (xid, what, tenant_id, path, active)
-    SELECT DISTINCT ON (t.id) pg_current_xact_id(), 'c', t.id, t.ancestry_path,
-           t.status = 'active'
+    SELECT pg_current_xact_id(), 's', t.id, t.ancestry_path, t.status = 'active'
     FROM unnest(touched) AS x(tenant_id)
-    JOIN tenant_closure c ON c.ancestor_id = x.tenant_id
-    JOIN tenants t ON t.id = c.descendant_id
-    ORDER BY t.id;
+    JOIN tenants t ON t.id = x.tenant_id;
     IF FOUND THEN
         PERFORM note_context_change_mark();
     END IF;

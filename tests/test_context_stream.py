@@ -13,7 +13,7 @@ from service.app import create_app
 from service.settings import Settings
 from tests.conftest import base_env
 from tests.support.api import create_tenant, get_json, unique_slug
-from tests.support.keys import key_headers
+from tests.support.keys import key_headers, make_key
 from tests.support.sse import Event, open_stream
 
 
@@ -353,6 +353,37 @@ async def test_idle_streams_get_heartbeats(client, admin, settings_env) -> None:
         assert await stream.comment() == "heartbeat"
     finally:
         stream.close()
+
+
+@pytest.mark.parametrize("settings_env", [{"CONTEXT_STREAM_HEARTBEAT_SECONDS": "0.05"}])
+async def test_a_revoked_key_s_stream_ends(client, admin, settings_env) -> None:
+    root = (await create_tenant(client, admin))["id"]
+    issued = await make_key(client.app, ("read",))
+    stream = await open_stream(client, root, {"X-API-Key": issued.plaintext})
+    assert await stream.comment() == "connected"
+    assert await stream.comment() == "heartbeat"
+    resp = await client.delete(f"/api/v1/api-keys/{issued.key.id}", headers=admin)
+    assert resp.status in (200, 204), await resp.text()
+    # The next heartbeat finds the key gone: the stream ends.
+    assert await stream.next() is None
+
+
+@pytest.mark.parametrize("settings_env", [{"CONTEXT_STREAM_MAX_SECONDS": "0.2"}])
+async def test_a_stream_ends_after_its_longest_time_and_resumes(
+    client, admin, settings_env
+) -> None:
+    root = (await create_tenant(client, admin))["id"]
+    revision = await sentinel(client, root, admin, 1)
+    stream = await open_stream(client, root, admin, since=revision - 1)
+    [event] = await stream.until(lambda e: True)
+    assert await stream.next() is None  # ended, on the service's side
+    again = await open_stream(client, root, {**admin, "Last-Event-ID": event.id})
+    try:
+        newer = await sentinel(client, root, admin, 2)
+        [resumed] = await again.until(lambda e: True)
+        assert resumed.id == f"{newer}:0"
+    finally:
+        again.close()
 
 
 @pytest.mark.parametrize(

@@ -219,6 +219,10 @@ def test_errors_are_shared_and_the_document_stays_small(document: dict[str, Any]
                         {"$ref": "#/components/schemas/TenantBatchError"},
                         {"$ref": "#/components/schemas/Readiness"},
                         {"$ref": "#/components/schemas/ImpactDriftError"},
+                        # OFREP's own failure shapes
+                        {"$ref": "#/components/schemas/OfrepFlagNotFound"},
+                    ) or response["content"]["application/json"]["schema"].get("title") == (
+                        "OfrepBadRequest"
                     ), status
 
 

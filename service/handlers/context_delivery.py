@@ -10,6 +10,7 @@ from aiohttp import web
 
 from service.errors import FieldError, ServiceError
 from service.http.appkeys import (
+    AUTHENTICATOR,
     CONTEXT_STREAMS,
     HEAVY_READS,
     REVISION_FEED,
@@ -53,7 +54,7 @@ def _position(request: web.Request, query: ContextChangesQuery) -> tuple[int, in
     "GET", "/api/v1/tenants/{id}/context-changes",
     summary="Stream of context changes of a subtree (Server-Sent Events; resume with "
     "Last-Event-ID or since)",
-    query=ContextChangesQuery, response="ContextEventStream",
+    query=ContextChangesQuery, response="ContextStreamEvent",
     extra={
         "content_type": "text/event-stream",
         "headers": {200: ("X-Revision",)},
@@ -77,8 +78,17 @@ async def stream_context_changes(request: web.Request) -> web.StreamResponse:
             delivery,
             request.app[REVISION_FEED],
             heartbeat_seconds=settings.context_stream_heartbeat_seconds,
+            max_seconds=settings.context_stream_max_seconds,
             stopping=request.app[STOPPING],
+            still_admitted=lambda: _still_admitted(request),
         )
+
+
+async def _still_admitted(request: web.Request) -> bool:
+    """Whether the stream's credential still admits it (its rate limit is not charged)."""
+    return await request.app[AUTHENTICATOR].still_admits(
+        request.headers.get("X-API-Key"), request.headers.get("Authorization")
+    )
 
 
 @api.route(
@@ -102,7 +112,7 @@ async def list_subtree_contexts(request: web.Request) -> web.StreamResponse:
 @api.route(
     "POST", "/api/v1/contexts/batch",
     summary="Resolved contexts of up to 1,000 named tenants (the others listed as not found)",
-    body=ContextBatch, response="ContextBatchResult", writes=False,
+    body=ContextBatch, response="ContextBatchResult", writes=False, read_scope=True,
     extra={"headers": {200: ("X-Revision",)}},
     errors=("VALIDATION_ERROR", "INSUFFICIENT_SCOPE"),
 )  # fmt: skip

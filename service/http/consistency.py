@@ -9,9 +9,9 @@ from aiohttp import web
 
 from service.db.consistency import HEADER, InvalidToken, decode_token, encode_token, requiring
 from service.errors import FieldError, ServiceError
-from service.http.appkeys import DATABASE, REPOSITORIES
+from service.http.appkeys import DATABASE, ENDPOINTS, REPOSITORIES
 from service.http.freshness import WRITE_POSITION, WRITE_REVISION
-from service.http.routing import Handler
+from service.http.routing import Handler, endpoint_for
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # The newest revision when a write's answer was made: at or past the write's own, so a
@@ -22,7 +22,10 @@ REVISION_HEADER = "X-Revision"
 @web.middleware
 async def consistency(request: web.Request, handler: Handler) -> web.StreamResponse:
     sent = request.headers.get(HEADER)
-    if sent is None and request.method in SAFE_METHODS:
+    endpoint = endpoint_for(request, request.app[ENDPOINTS])
+    # A POST that only reads (batch reads, flag evaluations) is a read here.
+    reading = request.method in SAFE_METHODS or (endpoint is not None and endpoint.read_scope)
+    if sent is None and reading:
         return await handler(request)  # what `requiring` resets to after every request
     required = None
     if sent is not None:
@@ -33,9 +36,9 @@ async def consistency(request: web.Request, handler: Handler) -> web.StreamRespo
             raise ServiceError(
                 "VALIDATION_ERROR", message, details=[FieldError(HEADER, "invalid token")]
             ) from exc
-    with requiring(required, writing=request.method not in SAFE_METHODS):
+    with requiring(required, writing=not reading):
         response = await handler(request)
-    if request.method not in SAFE_METHODS and response.status < 400:
+    if not reading and response.status < 400:
         position = request.get(WRITE_POSITION)  # read with the read-your-writes marker
         if position is None:
             position = await request.app[DATABASE].write_position()

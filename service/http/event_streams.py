@@ -6,7 +6,7 @@ subscription's events as the revision log grows."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from aiohttp import web
@@ -70,10 +70,14 @@ async def serve_stream(
     feed: RevisionFeed,
     *,
     heartbeat_seconds: float,
+    max_seconds: float,
     stopping: asyncio.Event,
+    still_admitted: Callable[[], Awaitable[bool]],
 ) -> web.StreamResponse:
     """Write the subscription's events from its position on, until the client goes,
-    the service stops, or (a reset) at once after saying so."""
+    the service stops, max_seconds have passed, the caller's credential no longer admits
+    it (checked at each heartbeat: a revoked key, an expired token), or (a reset) at
+    once after saying so."""
     headers = {
         **answer_headers(request),
         "Content-Type": "text/event-stream",
@@ -94,8 +98,9 @@ async def serve_stream(
         loop = asyncio.get_running_loop()
         await response.write(b": connected\n\n")
         last_sent = loop.time()
+        ends = last_sent + max_seconds
         after = start.after
-        while not stopping.is_set():
+        while not stopping.is_set() and loop.time() < ends:
             page = await delivery.page(start.subscription, after, PAGE_ROWS)
             if page.events:
                 await response.write(b"".join(encode_event(e) for e in page.events))
@@ -103,11 +108,14 @@ async def serve_stream(
             after = page.after
             if not page.caught_up:
                 continue
-            idle = loop.time() - last_sent
-            await feed.wait_past(after[0], max(0.0, heartbeat_seconds - idle))
-            if stopping.is_set():
+            now = loop.time()
+            wait = min(heartbeat_seconds - (now - last_sent), ends - now)
+            await feed.wait_past(after[0], max(0.0, wait))
+            if stopping.is_set() or loop.time() >= ends:
                 break
             if loop.time() - last_sent >= heartbeat_seconds:
+                if not await still_admitted():
+                    break
                 await response.write(b": heartbeat\n\n")  # keeps proxies from closing it
                 last_sent = loop.time()
         await response.write_eof()

@@ -186,7 +186,8 @@ def _takes_consistency_token(endpoint: Endpoint) -> bool:
 
 
 def _gives_consistency_token(endpoint: Endpoint) -> bool:
-    return endpoint.method not in ("GET", "HEAD", "OPTIONS") and not endpoint.public
+    reads = endpoint.method in ("GET", "HEAD", "OPTIONS") or endpoint.read_scope
+    return not reads and not endpoint.public
 
 
 def _takes_idempotency_key(endpoint: Endpoint) -> bool:
@@ -227,6 +228,8 @@ class _Operation:
         }
         if endpoint.admin:
             operation["description"] = "Admin scope required (GET also needs read)."
+        elif endpoint.read_scope:
+            operation["description"] = "Only reads: the read scope suffices."
         parameters = _path_parameters(endpoint)
         if self.query is not None:
             parameters += _query_parameters(rendered[self.query], components)

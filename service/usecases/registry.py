@@ -33,6 +33,7 @@ from service.usecases.tenants.changes import TenantChanges
 from service.usecases.tenants.context import TenantContext
 from service.usecases.tenants.context_delivery import ContextDelivery
 from service.usecases.tenants.creation import TenantCreation
+from service.usecases.tenants.flags import FlagEvaluation
 from service.usecases.tenants.move_preview import MovePreview
 from service.usecases.tenants.moves import TenantMoves
 from service.usecases.tenants.protection import TenantProtection
@@ -58,6 +59,7 @@ class UseCases:
     move_preview: MovePreview
     tenant_context: TenantContext
     context_delivery: ContextDelivery
+    flag_evaluation: FlagEvaluation
     # a tenant's entries
     config_entries: ConfigEntries
     config_impact: ConfigImpact
@@ -104,6 +106,7 @@ class UseCases:
             move_preview=MovePreview(deps),
             tenant_context=TenantContext(deps, reads),
             context_delivery=ContextDelivery(deps),
+            flag_evaluation=FlagEvaluation(TenantContext(deps, reads)),
             config_entries=ConfigEntries(deps),
             config_impact=ConfigImpact(deps),
             permission_impact=PermissionImpact(deps),

@@ -3,7 +3,7 @@ and batch answers (docs/context-delivery.md)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Literal
 from uuid import UUID
 
 import msgspec
@@ -22,7 +22,17 @@ EVENT_STREAM_DESCRIPTION = (
     "(`: heartbeat`) keep an idle stream alive."
 )
 
-ContextEventStream = Annotated[str, msgspec.Meta(description=EVENT_STREAM_DESCRIPTION)]
+
+class ContextStreamEvent(View):
+    """One event of the stream (its SSE fields); `data` is JSON text."""
+
+    event: Literal["context", "removed", "reset"]
+    data: str
+    # absent on reset
+    id: str | msgspec.UnsetType = msgspec.UNSET
+
+
+ContextStreamEvent.__doc__ = EVENT_STREAM_DESCRIPTION
 
 
 class ContextBatchResult(View):

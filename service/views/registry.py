@@ -23,11 +23,17 @@ from service.views.compliance import (
     RegionMigration,
     TenantExport,
 )
-from service.views.contexts import ContextBatchResult, ContextEventStream
+from service.views.contexts import ContextBatchResult, ContextStreamEvent
 from service.views.entries import ConfigEntry, PermissionPolicy, TenantContext
 from service.views.errors import Error, TenantBatchError
 from service.views.impact import ConfigChangePreview, MovePreview, PermissionChangePreview
 from service.views.keys import ApiKey, ApiKeyPage, ApiKeyWithPlaintext, EffectiveScopes, Role
+from service.views.ofrep import (
+    OfrepBadRequest,
+    OfrepBulkEvaluation,
+    OfrepEvaluation,
+    OfrepFlagNotFound,
+)
 from service.views.probes import Health, Index, Readiness
 from service.views.session import SignedIn
 from service.views.tenants import Tenant, TenantBatchResult, TenantPage
@@ -60,7 +66,11 @@ RESPONSES: dict[str, Any] = {
     "TenantContext": TenantContext,
     "TenantContextList": list[TenantContext],
     "ContextBatchResult": ContextBatchResult,
-    "ContextEventStream": ContextEventStream,
+    "ContextStreamEvent": ContextStreamEvent,
+    "OfrepEvaluation": OfrepEvaluation,
+    "OfrepBulkEvaluation": OfrepBulkEvaluation,
+    "OfrepBadRequest": OfrepBadRequest,
+    "OfrepFlagNotFound": OfrepFlagNotFound,
     "EncryptionKeyRotation": EncryptionKeyRotation,
     "ApiKey": ApiKey,
     "ApiKeyList": list[ApiKey],

@@ -51,7 +51,8 @@ CREATE TABLE context_revision_horizon (
 INSERT INTO context_revision_horizon (only_row, purged_through) VALUES (true, 0);
 
 -- Notes of open transactions (unlogged: they never outlive their transaction).
---   what: 'c' context may change, 'd' document only, 'n' inserted, 'a' an audit entry
+--   what: 'c' context may change, 's' contexts of it and its subtree may change, 'd'
+--   document only, 'n' inserted, 'a' an audit entry
 CREATE UNLOGGED TABLE context_change_pending (
     xid       xid8 NOT NULL,
     seq       bigint GENERATED ALWAYS AS IDENTITY,
@@ -74,8 +75,9 @@ LANGUAGE sql AS $$
     ON CONFLICT (xid) DO NOTHING
 $$;
 
--- Config entries and permission policies: every tenant at or below a tenant whose rows
--- changed. An update that re-encrypts a value (key rotation) changes nothing shown.
+-- Config entries and permission policies: each tenant whose rows changed (its subtree is
+-- read at commit). An update that re-encrypts a value (key rotation) changes nothing
+-- shown.
 CREATE FUNCTION note_entry_changes() RETURNS trigger
 LANGUAGE plpgsql
 SET enable_nestloop = off
@@ -111,15 +113,13 @@ BEGIN
     IF touched IS NULL THEN
         RETURN NULL;
     END IF;
-    -- The tenants at or below each touched one (tenant_closure_pkey ranges), as they are
-    -- now; a tenant deleted by this statement's cascade is noted by its own delete.
+    -- Each touched tenant as it is now ('s': its subtree's contexts may change; the
+    -- tenants below it are read at commit, as the tree is then). A tenant deleted by
+    -- this statement's cascade is noted by its own delete.
     INSERT INTO context_change_pending (xid, what, tenant_id, path, active)
-    SELECT DISTINCT ON (t.id) pg_current_xact_id(), 'c', t.id, t.ancestry_path,
-           t.status = 'active'
+    SELECT pg_current_xact_id(), 's', t.id, t.ancestry_path, t.status = 'active'
     FROM unnest(touched) AS x(tenant_id)
-    JOIN tenant_closure c ON c.ancestor_id = x.tenant_id
-    JOIN tenants t ON t.id = c.descendant_id
-    ORDER BY t.id;
+    JOIN tenants t ON t.id = x.tenant_id;
     IF FOUND THEN
         PERFORM note_context_change_mark();
     END IF;
@@ -202,19 +202,33 @@ BEGIN
     INSERT INTO context_revisions (revision, audit_ids, tenant_count)
     VALUES (rev, audits, 0);
     WITH
-    -- 1. Per tenant: its first note (the state before) and whether any note may change
+    -- 1. The notes, and each tenant below one whose entries changed ('s'), as the tree
+    --    is now (tenant_closure_pkey ranges); those come last, so a tenant's own notes
+    --    (a move into the subtree in this transaction) tell its state before.
+    noted AS (
+        SELECT p.tenant_id, p.seq, p.what, p.path, p.active
+        FROM context_change_pending p
+        WHERE p.xid = me AND p.tenant_id IS NOT NULL
+        UNION ALL
+        SELECT t.id, 9223372036854775807, 'c', t.ancestry_path, t.status = 'active'
+        FROM (SELECT DISTINCT p.tenant_id
+              FROM context_change_pending p
+              WHERE p.xid = me AND p.what = 's') AS s
+        JOIN tenant_closure c ON c.ancestor_id = s.tenant_id AND c.depth > 0
+        JOIN tenants t ON t.id = c.descendant_id
+    ),
+    -- 2. Per tenant: its first note (the state before) and whether any note may change
     --    its context.
     notes AS (
         SELECT p.tenant_id,
                (array_agg(p.what ORDER BY p.seq))[1] AS first_what,
                (array_agg(p.path ORDER BY p.seq))[1] AS first_path,
                (array_agg(p.active ORDER BY p.seq))[1] AS first_active,
-               bool_or(p.what IN ('c', 'n')) AS context
-        FROM context_change_pending p
-        WHERE p.xid = me AND p.tenant_id IS NOT NULL
+               bool_or(p.what IN ('c', 'n', 's')) AS context
+        FROM noted p
         GROUP BY p.tenant_id
     ),
-    -- 2. The state after (tenants_pkey), and what the revision did to the tenant.
+    -- 3. The state after (tenants_pkey), and what the revision did to the tenant.
     classified AS (
         SELECT n.tenant_id, t.id IS NOT NULL AS exists_now,
                CASE WHEN t.status = 'active' THEN t.ancestry_path END AS path,
