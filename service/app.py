@@ -21,6 +21,7 @@ from service.delivery.runtime import WebhookRuntime
 from service.handlers import (
     api_keys,
     audit_logs,
+    change_requests,
     config,
     consents,
     console,
@@ -34,6 +35,7 @@ from service.handlers import (
     maintenance,
     observability,
     ofrep,
+    protection,
     regions,
     roles,
     session,
@@ -56,6 +58,7 @@ from service.observability.logs import get_logger
 from service.observability.metrics import Metrics
 from service.ratelimit.limiter import RateLimiter
 from service.repositories.registry import Repositories
+from service.scheduler.worker import Scheduler
 from service.settings.options import Settings
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import ChangeRecorder
@@ -65,6 +68,7 @@ from service.webhooks.sender import WebhookNetwork
 log = get_logger("service.app")
 # The delivery worker and its sender: an entry point of its own, so its key lives here.
 WEBHOOK_RUNTIME = web.AppKey("webhook_runtime", WebhookRuntime)
+SCHEDULER = web.AppKey("scheduler", Scheduler)
 
 
 def apis() -> list[Api]:
@@ -72,6 +76,8 @@ def apis() -> list[Api]:
         health.api,
         observability.api,
         tenants.api,
+        protection.api,
+        change_requests.api,
         config.api,
         constraints.api,
         impact.api,
@@ -140,6 +146,15 @@ def create_app(
         deps, reads=reads, keys=authenticator.cache, sender=webhook_runtime.sender
     )
     app[WEBHOOK_RUNTIME] = webhook_runtime
+    use_cases = app[keys.USE_CASES]
+    app[SCHEDULER] = Scheduler(
+        [
+            ("entry_expiry", use_cases.entry_expiry.expire_due),
+            ("missed_change_requests", use_cases.change_request_apply.fail_missed),
+            ("due_change_requests", use_cases.change_request_apply.apply_due),
+        ],
+        poll_seconds=settings.scheduler_poll_seconds,
+    )
     app[keys.CONSOLE_ASSETS] = ConsoleAssets.load()
     app[keys.METRICS] = metrics
     metrics.watch_replicas(lambda: database.replicas.replicas)
@@ -167,7 +182,18 @@ def create_app(
     app.cleanup_ctx.append(_revision_feed_lifecycle)
     # After the database: the delivery worker stops (releasing its claims) before it closes.
     app.cleanup_ctx.append(webhook_runtime.cleanup_ctx)
+    app.cleanup_ctx.append(_scheduler_lifecycle)
     return app
+
+
+async def _scheduler_lifecycle(app: web.Application) -> AsyncIterator[None]:
+    """Expiring entries and scheduled change requests: after the database, stopped
+    before it closes."""
+    app[SCHEDULER].start()
+    try:
+        yield
+    finally:
+        await app[SCHEDULER].stop()
 
 
 async def _stopping(app: web.Application) -> None:
@@ -178,6 +204,7 @@ async def _stopping(app: web.Application) -> None:
     app[keys.STOPPING].set()
     app[keys.REVISION_FEED].heard(0)  # wakes every stream of context changes: they end
     app[WEBHOOK_RUNTIME].stop_claiming()
+    app[SCHEDULER].stop_claiming()
 
 
 async def _database_lifecycle(app: web.Application) -> AsyncIterator[None]:

@@ -484,7 +484,8 @@ CREATE FUNCTION public.context_document(target public.tenants) RETURNS text
     ),
     config_winners AS (
         SELECT DISTINCT ON (ce.key)
-               ce.key, ce.value, ce.sensitive, ce.locked, ce.tenant_id AS source_tenant_id
+               ce.key, ce.value, ce.sensitive, ce.locked, ce.expires_at,
+               ce.tenant_id AS source_tenant_id
         FROM chain ch
         JOIN config_entries ce ON ce.tenant_id = ch.tenant_id
         ORDER BY ce.key,
@@ -493,7 +494,7 @@ CREATE FUNCTION public.context_document(target public.tenants) RETURNS text
     ),
     permission_winners AS (
         SELECT DISTINCT ON (pp.key)
-               pp.key, pp.value, pp.mode, pp.tenant_id AS source_tenant_id
+               pp.key, pp.value, pp.mode, pp.expires_at, pp.tenant_id AS source_tenant_id
         FROM chain ch
         JOIN permission_policies pp ON pp.tenant_id = ch.tenant_id
         WHERE ch.distance = 0 OR pp.mode <> 'LOCAL'
@@ -507,16 +508,23 @@ CREATE FUNCTION public.context_document(target public.tenants) RETURNS text
                'depth', target.depth,
                'isolation_strategy', target.isolation_strategy,
                'resolved_config', coalesce(
-                   (SELECT json_object_agg(w.key, json_build_object(
+                   (SELECT json_object_agg(w.key, CASE WHEN w.expires_at IS NULL THEN json_build_object(
                                'key', w.key,
                                'value', CASE WHEN w.sensitive THEN '"***"'::jsonb ELSE w.value END,
                                'source_tenant_id', w.source_tenant_id,
                                'inherited', w.source_tenant_id <> target.id,
-                               'locked', w.locked) ORDER BY w.key)
+                               'locked', w.locked)
+                           ELSE json_build_object(
+                               'key', w.key,
+                               'value', CASE WHEN w.sensitive THEN '"***"'::jsonb ELSE w.value END,
+                               'source_tenant_id', w.source_tenant_id,
+                               'inherited', w.source_tenant_id <> target.id,
+                               'locked', w.locked,
+                               'expires_at', svc_iso_time(w.expires_at)) END ORDER BY w.key)
                     FROM config_winners w),
                    '{}'::json),
                'resolved_permissions', coalesce(
-                   (SELECT json_object_agg(p.key, json_build_object(
+                   (SELECT json_object_agg(p.key, CASE WHEN p.expires_at IS NULL THEN json_build_object(
                                'key', p.key,
                                'value', p.value,
                                'mode', p.mode,
@@ -524,6 +532,15 @@ CREATE FUNCTION public.context_document(target public.tenants) RETURNS text
                                'locked', p.mode = 'LOCKED',
                                'delegated', p.source_tenant_id <> target.id
                                             AND p.mode <> 'LOCKED')
+                           ELSE json_build_object(
+                               'key', p.key,
+                               'value', p.value,
+                               'mode', p.mode,
+                               'source_tenant_id', p.source_tenant_id,
+                               'locked', p.mode = 'LOCKED',
+                               'delegated', p.source_tenant_id <> target.id
+                                            AND p.mode <> 'LOCKED',
+                               'expires_at', svc_iso_time(p.expires_at)) END
                            ORDER BY p.key)
                     FROM permission_winners p),
                    '{}'::json)
@@ -798,6 +815,42 @@ CREATE TABLE public.audit_purge_checkpoints (
     CONSTRAINT audit_purge_checkpoints_object CHECK ((jsonb_typeof(changes) = 'object'::text))
 );
 
+CREATE TABLE public.change_request_reviews (
+    change_request_id uuid NOT NULL,
+    review_round integer NOT NULL,
+    reviewer_id text NOT NULL,
+    reviewer_type text NOT NULL,
+    verdict text NOT NULL,
+    comment text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT change_request_reviews_verdict_check CHECK ((verdict = ANY (ARRAY['approved'::text, 'rejected'::text])))
+);
+
+CREATE TABLE public.change_requests (
+    id uuid NOT NULL,
+    title text NOT NULL,
+    description text DEFAULT ''::text NOT NULL,
+    changes jsonb NOT NULL,
+    tenant_ids uuid[] NOT NULL,
+    state text NOT NULL,
+    author_id text NOT NULL,
+    author_type text NOT NULL,
+    author_scope uuid,
+    author_scopes text[] NOT NULL,
+    apply_at timestamp with time zone,
+    impact jsonb NOT NULL,
+    impact_digest text NOT NULL,
+    review_round integer DEFAULT 1 NOT NULL,
+    approvals integer DEFAULT 0 NOT NULL,
+    approved_digest text,
+    revision bigint,
+    error jsonb,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    applied_at timestamp with time zone,
+    CONSTRAINT change_requests_state_check CHECK ((state = ANY (ARRAY['draft'::text, 'pending_approval'::text, 'approved'::text, 'rejected'::text, 'cancelled'::text, 'applied'::text, 'failed'::text])))
+);
+
 CREATE TABLE public.config_budgets (
     tenant_id uuid NOT NULL,
     key text NOT NULL,
@@ -815,6 +868,7 @@ CREATE TABLE public.config_entries (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     reveal_to_descendants boolean DEFAULT false NOT NULL,
+    expires_at timestamp with time zone,
     CONSTRAINT config_entries_key_format CHECK ((key ~ '^[A-Za-z][A-Za-z0-9_.:-]{0,127}$'::text)),
     CONSTRAINT config_entries_value_storage CHECK (((sensitive AND (value IS NULL) AND (encrypted_value IS NOT NULL)) OR ((NOT sensitive) AND (value IS NOT NULL) AND (encrypted_value IS NULL))))
 );
@@ -942,8 +996,15 @@ CREATE TABLE public.permission_policies (
     mode text DEFAULT 'INHERIT'::text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone,
     CONSTRAINT permission_policies_key_format CHECK ((key ~ '^[A-Za-z][A-Za-z0-9_.:-]{0,127}$'::text)),
     CONSTRAINT permission_policies_mode_check CHECK ((mode = ANY (ARRAY['INHERIT'::text, 'LOCKED'::text, 'LOCAL'::text])))
+);
+
+CREATE TABLE public.protected_tenants (
+    tenant_id uuid NOT NULL,
+    protected_at timestamp with time zone DEFAULT now() NOT NULL,
+    protected_by text NOT NULL
 );
 
 CREATE TABLE public.roles (
@@ -1108,6 +1169,12 @@ ALTER TABLE ONLY public.audit_logs
 ALTER TABLE ONLY public.audit_purge_checkpoints
     ADD CONSTRAINT audit_purge_checkpoints_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY public.change_request_reviews
+    ADD CONSTRAINT change_request_reviews_pkey PRIMARY KEY (change_request_id, review_round, reviewer_id);
+
+ALTER TABLE ONLY public.change_requests
+    ADD CONSTRAINT change_requests_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY public.config_budgets
     ADD CONSTRAINT config_budgets_pkey PRIMARY KEY (tenant_id, key);
 
@@ -1143,6 +1210,9 @@ ALTER TABLE ONLY public.idempotency_keys
 
 ALTER TABLE ONLY public.permission_policies
     ADD CONSTRAINT permission_policies_pkey PRIMARY KEY (tenant_id, key);
+
+ALTER TABLE ONLY public.protected_tenants
+    ADD CONSTRAINT protected_tenants_pkey PRIMARY KEY (tenant_id);
 
 ALTER TABLE ONLY public.roles
     ADD CONSTRAINT roles_pkey PRIMARY KEY (id);
@@ -1189,7 +1259,15 @@ CREATE INDEX audit_logs_created_at_idx ON public.audit_logs USING btree (created
 
 CREATE INDEX audit_logs_tenant_idx ON public.audit_logs USING btree (tenant_id, id);
 
+CREATE INDEX change_requests_author_idx ON public.change_requests USING btree (author_id, id);
+
+CREATE INDEX change_requests_due_idx ON public.change_requests USING btree (apply_at) WHERE ((state = 'approved'::text) AND (apply_at IS NOT NULL));
+
+CREATE INDEX change_requests_state_idx ON public.change_requests USING btree (state, id);
+
 CREATE INDEX config_budgets_key_idx ON public.config_budgets USING btree (key, tenant_id);
+
+CREATE INDEX config_entries_expires_at_idx ON public.config_entries USING btree (expires_at) WHERE (expires_at IS NOT NULL);
 
 CREATE INDEX config_entries_locked_idx ON public.config_entries USING btree (key, tenant_id) WHERE locked;
 
@@ -1210,6 +1288,8 @@ CREATE INDEX events_tenant_idx ON public.events USING btree (tenant_id);
 CREATE INDEX idempotency_keys_created_idx ON public.idempotency_keys USING btree (created_at, id);
 
 CREATE INDEX idempotency_keys_mentioned_idx ON public.idempotency_keys USING gin (mentioned_ids);
+
+CREATE INDEX permission_policies_expires_at_idx ON public.permission_policies USING btree (expires_at) WHERE (expires_at IS NOT NULL);
 
 CREATE INDEX permission_policies_locked_idx ON public.permission_policies USING btree (key, tenant_id) WHERE (mode = 'LOCKED'::text);
 
@@ -1332,6 +1412,9 @@ ALTER TABLE ONLY public.api_keys
 ALTER TABLE ONLY public.api_keys
     ADD CONSTRAINT api_keys_tenant_fk FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;
 
+ALTER TABLE ONLY public.change_request_reviews
+    ADD CONSTRAINT change_request_reviews_request_fk FOREIGN KEY (change_request_id) REFERENCES public.change_requests(id) ON DELETE CASCADE;
+
 ALTER TABLE ONLY public.config_budgets
     ADD CONSTRAINT config_budgets_tenant_fk FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;
 
@@ -1349,6 +1432,9 @@ ALTER TABLE ONLY public.context_revision_tenants
 
 ALTER TABLE ONLY public.permission_policies
     ADD CONSTRAINT permission_policies_tenant_fk FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.protected_tenants
+    ADD CONSTRAINT protected_tenants_tenant_fk FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.roles
     ADD CONSTRAINT roles_tenant_fk FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;

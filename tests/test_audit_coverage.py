@@ -153,6 +153,13 @@ CASES = [
          world_id("delivery"), world_id("tenant")),
     Case("POST", "/api/v1/webhooks/deliveries/retry-all", "delivery.retried", "delivery",
          nothing, nothing),
+    Case("POST", "/api/v1/tenants/{leaf}/protect", "tenant.protected", "tenant",
+         world_id("leaf"), world_id("leaf")),
+    # The preview runs the changes and rolls them back: only the request's own entry.
+    Case("POST", "/api/v1/change-requests", "change_request.created", "change_request",
+         body_id, world_id("tenant"), status=201,
+         body=lambda w: {"title": "t", "changes": [
+             {"op": "config.set", "tenant_id": w["tenant"], "key": "theme", "value": "light"}]}),
 ]  # fmt: skip
 
 

@@ -19,6 +19,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from service.db.queries import Queries
+from service.http.appkeys import USE_CASES
 from tests.conftest import ENCRYPTION_KEY
 from tests.support.api import create_tenant, get_json, move, unique_slug
 from tests.support.entries import put_config
@@ -33,6 +34,7 @@ WRITERS = {
     "delete_config_entry": "DELETE",
     "update_config_ciphertexts": "rotation",
     "delete_config_of_tenants": "purge",
+    "delete_expired_config_entries": "expiry",
 }
 
 
@@ -97,6 +99,17 @@ async def test_every_write_path_keeps_the_count_exact(
     )
     assert resp.status == 200, await resp.json()
     assert (await resp.json())["config"] == {"l": 5, "m": 3, "n": 6, "o": 7}
+    assert await counts(db_conn, one) == [4]
+
+    # An expired entry goes like a deleted one.
+    await put_config(client, admin, one, "temporary", 1, expect=201)
+    assert await counts(db_conn, one) == [5]
+    await db_conn.execute(
+        "UPDATE config_entries SET expires_at = now() - interval '1 second'"
+        " WHERE tenant_id = $1 AND key = 'temporary'",
+        one,
+    )
+    await client.app[USE_CASES].entry_expiry.expire_due()
     assert await counts(db_conn, one) == [4]
 
     # The key rotation rewrites ciphertexts, adds and removes nothing.

@@ -557,7 +557,7 @@ async def test_the_header_names_the_key_and_its_scopes(tab: Tab, service: Servic
     )
     nav = page.get_by_role("navigation", name="Sections")
     assert await nav.get_by_role("link").all_text_contents() == [
-        "Tenants", "Webhooks", "Audit log",
+        "Tenants", "Webhooks", "Change requests", "Audit log",
     ]  # fmt: skip
     # A key without admin is told so, and is not offered the audit log.
     reader = await make_key(service.app, ("read",), name="console reader")
@@ -565,7 +565,9 @@ async def test_the_header_names_the_key_and_its_scopes(tab: Tab, service: Servic
     page = await sign_in(tab, service, reader.plaintext)
     await identity.get_by_text("console reader").wait_for()
     assert await identity.text_content() == f"console reader ({reader.plaintext[:12]}…) · read"
-    assert await nav.get_by_role("link").all_text_contents() == ["Tenants", "Webhooks"]
+    assert await nav.get_by_role("link").all_text_contents() == [
+        "Tenants", "Webhooks", "Change requests",
+    ]  # fmt: skip
     await page.goto(f"{service.url}/console#/audit")
     await page.get_by_text("This credential cannot use the audit log").wait_for()
     tab.check_clean()
@@ -648,4 +650,37 @@ async def test_a_burst_of_clicks_survives_rate_limits(tab: Tab, service: Service
     # Still signed in, on the page last asked for.
     assert page.url.endswith("#/webhooks")
     await page.get_by_role("button", name="Sign out").wait_for()
+    tab.check_clean()
+
+
+async def test_review_and_apply_a_change_request(tab: Tab, service: Service) -> None:
+    tenant = await service.tenant("Reseller")
+    proposed = await service.api(
+        "POST",
+        "/change-requests",
+        {
+            "title": "Lift the limit",
+            "changes": [
+                {"op": "config.set", "tenant_id": tenant["id"], "key": "limit", "value": 5000},
+            ],
+        },
+        201,
+    )
+    reviewer = await make_key(service.app, ("read", "write"), name="console reviewer")
+    page = await sign_in(tab, service, reviewer.plaintext)
+    await page.get_by_role("link", name="Change requests").click()
+    await page.get_by_role("button", name="Lift the limit").click()
+    card = page.locator(".change-request-detail")
+    await card.get_by_text("pending_approval").wait_for()
+    assert tenant["id"] in await card.locator("table.impact").text_content()
+    await card.get_by_role("button", name="Approve").click()
+    await card.get_by_text("approved", exact=True).wait_for()
+    apply = card.get_by_role("button", name="Apply now")
+    await apply.click()
+    await card.get_by_role("button", name="Apply: sure?").click()
+    await card.get_by_text("applied", exact=True).wait_for()
+    entry = await service.api("GET", f"/tenants/{tenant['id']}/config/limit")
+    assert entry["value"] == 5000
+    got = await service.api("GET", f"/change-requests/{proposed['id']}")
+    assert got["state"] == "applied"
     tab.check_clean()

@@ -15,7 +15,9 @@ ADMIN_PREFIXES = (
     "/api/v1/regions",
     "/api/v1/roles",
 )
-_ADMIN_TENANT_ROUTES = re.compile(r"^/api/v1/tenants/[^/]+/(purge|export|migrate-region)$")
+_ADMIN_TENANT_ROUTES = re.compile(
+    r"^/api/v1/tenants/[^/]+/(purge|export|migrate-region|protect|unprotect)$"
+)
 
 
 def is_admin_path(path: str) -> bool:

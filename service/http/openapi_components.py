@@ -103,8 +103,9 @@ PARAMETERS["Last-Event-ID"] = {
     "in": "header",
     "required": False,
     "description": "The id of the last event received (`<revision>:<index>`, or a bare "
-    "revision): the stream goes on after it. Wins over `since`.",
-    "schema": {"type": "string", "pattern": "^[0-9]{1,18}(:[0-9]{1,9})?$"},
+    "revision): the stream goes on after it. Wins over `since`. Empty (or blank) means no "
+    "position, as when an EventSource has received no id yet.",
+    "schema": {"type": "string", "pattern": "^\\s*([0-9]{1,18}(:[0-9]{1,9})?)?\\s*$"},
     "example": "42:0",
 }
 # Response headers, described once under components.headers and referenced.

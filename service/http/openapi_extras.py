@@ -213,6 +213,53 @@ EVENT_DATA: dict[str, dict[str, Any]] = {
     "config_schema.deleted": _data(_ENTRY_KEY, ["tenant_id", "key"]),
     "config_budget.declared": _data(_ENTRY_KEY, ["tenant_id", "key"]),
     "config_budget.deleted": _data(_ENTRY_KEY, ["tenant_id", "key"]),
+    "tenant.protected": {
+        **_data({"id": _UUID, "protected": {"type": "boolean"}}, ["id", "protected"]),
+        "description": "The tenant's subtree now changes only through change requests.",
+    },
+}
+_CHANGE_REQUEST = _data(
+    {
+        "id": _UUID,
+        "title": _TEXT,
+        "state": {
+            "enum": [
+                "draft",
+                "pending_approval",
+                "approved",
+                "rejected",
+                "cancelled",
+                "applied",
+                "failed",
+            ],
+        },
+        "approvals": {"type": "integer", "minimum": 0},
+        "error": {"type": "object", "properties": {"code": _TEXT, "message": _TEXT}},
+    },
+    ["id", "title", "state"],
+)
+for _event, _what in (
+    ("created", "A change request was proposed (state pending_approval, or draft)."),
+    ("submitted", "A draft was sent to review."),
+    ("approved", "A reviewer approved; `state` is approved once enough have."),
+    ("rejected", "A reviewer rejected the request."),
+    ("cancelled", "The author or an admin cancelled the request."),
+    (
+        "drifted",
+        "At apply time the affected set differed from the approved one: the "
+        "request is back in pending_approval.",
+    ),
+    ("applied", "The whole list was applied in one transaction."),
+    (
+        "failed",
+        "A change failed (nothing was applied) or the schedule was missed past "
+        "the grace; `error` says why.",
+    ),
+):
+    EVENT_DATA[f"change_request.{_event}"] = {**_CHANGE_REQUEST, "description": _what}
+EVENT_DATA["tenant.unprotected"] = {
+    **EVENT_DATA["tenant.protected"],
+    "description": "The tenant no longer protects its subtree.",
 }
 EVENT_DATA["permission.updated"] = EVENT_DATA["permission.created"]
 EVENT_DATA["webhook.disabled"] = {

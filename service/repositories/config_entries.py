@@ -30,6 +30,8 @@ class ConfigEntryRow:
     sensitive: bool
     # Its owner shares the (sensitive) value with admins of the tenants below.
     reveal_to_descendants: bool
+    # The worker removes the entry then (None: it stays).
+    expires_at: datetime | None
     created_at: datetime
     updated_at: datetime
 
@@ -54,6 +56,13 @@ class ConfigEntriesRepository(Repository):
     _insert_new = NamedSql("insert_config_for_new_tenants")
     _upsert = NamedSql("upsert_config_values")
     _delete = NamedSql("delete_config_keys")
+    _expire = NamedSql("delete_expired_config_entries")
+
+    async def delete_expired_config_entries(
+        self, conn: asyncpg.Connection, batch_size: int
+    ) -> list[ConfigEntryRow]:
+        """Remove due entries that no other transaction holds; returns them."""
+        return [ConfigEntryRow(**r) for r in await self._expire.many(conn, batch_size=batch_size)]
 
     async def list_config_entries(
         self, conn: asyncpg.Connection, tenant_id: UUID
@@ -74,6 +83,7 @@ class ConfigEntriesRepository(Repository):
         *,
         locked: bool,
         reveal_to_descendants: bool,
+        expires_at: datetime | None = None,
     ) -> ConfigEntryRow:
         row = await self._upsert_one.one(
             conn,
@@ -84,6 +94,7 @@ class ConfigEntriesRepository(Repository):
             locked=locked,
             sensitive=write.sensitive,
             reveal_to_descendants=reveal_to_descendants,
+            expires_at=expires_at,
         )
         assert row is not None
         return ConfigEntryRow(**row)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -24,6 +25,7 @@ class ResolvedConfig:
     locked: bool
     reveal_to_descendants: bool
     source_tenant_id: UUID
+    expires_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +34,7 @@ class ResolvedPermissionRow:
     value: bool
     mode: str
     source_tenant_id: UUID
+    expires_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +110,7 @@ class ContextRepository(Repository):
                     locked=c["locked"],
                     reveal_to_descendants=c["reveal_to_descendants"],
                     source_tenant_id=UUID(c["source_tenant_id"]),
+                    expires_at=_instant(c["expires_at"]),
                 )
                 for c in row["config"]
             ],
@@ -116,7 +120,13 @@ class ContextRepository(Repository):
                     value=p["value"],
                     mode=p["mode"],
                     source_tenant_id=UUID(p["source_tenant_id"]),
+                    expires_at=_instant(p["expires_at"]),
                 )
                 for p in row["permissions"]
             ],
         )
+
+
+def _instant(text: str | None) -> datetime | None:
+    """A timestamptz as to_jsonb writes it."""
+    return None if text is None else datetime.fromisoformat(text)

@@ -19,6 +19,7 @@ class PermissionPolicyRow:
     key: str
     value: bool
     mode: str
+    expires_at: datetime | None
     created_at: datetime
     updated_at: datetime
 
@@ -30,6 +31,14 @@ class PermissionsRepository(Repository):
     _upsert = NamedSql("upsert_permission_policy")
     _delete = NamedSql("delete_permission_policy")
     _lock_keys = NamedSql("lock_entry_keys")
+    _expire = NamedSql("delete_expired_permission_policies")
+
+    async def delete_expired_permission_policies(
+        self, conn: asyncpg.Connection, batch_size: int
+    ) -> list[PermissionPolicyRow]:
+        """Remove due policies that no other transaction holds; returns them."""
+        rows = await self._expire.many(conn, batch_size=batch_size)
+        return [PermissionPolicyRow(**r) for r in rows]
 
     async def list_permission_policies(
         self, conn: asyncpg.Connection, tenant_id: UUID
@@ -52,9 +61,18 @@ class PermissionsRepository(Repository):
         return {row["key"]: row["tenant_id"] for row in rows}
 
     async def upsert_permission_policy(
-        self, conn: asyncpg.Connection, tenant_id: UUID, key: str, *, value: bool, mode: str
+        self,
+        conn: asyncpg.Connection,
+        tenant_id: UUID,
+        key: str,
+        *,
+        value: bool,
+        mode: str,
+        expires_at: datetime | None = None,
     ) -> PermissionPolicyRow:
-        row = await self._upsert.one(conn, tenant_id=tenant_id, key=key, value=value, mode=mode)
+        row = await self._upsert.one(
+            conn, tenant_id=tenant_id, key=key, value=value, mode=mode, expires_at=expires_at
+        )
         assert row is not None
         return PermissionPolicyRow(**row)
 

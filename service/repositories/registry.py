@@ -9,6 +9,7 @@ from service.db.queries import Queries
 from service.repositories.api_keys import ApiKeysRepository
 from service.repositories.audit_chain import AuditChainRepository
 from service.repositories.audit_logs import AuditLogsRepository
+from service.repositories.change_requests import ChangeRequestsRepository
 from service.repositories.config_constraints import ConfigConstraintsRepository
 from service.repositories.config_entries import ConfigEntriesRepository
 from service.repositories.consents import ConsentsRepository
@@ -22,6 +23,7 @@ from service.repositories.impact import ImpactRepository
 from service.repositories.metrics import MetricsRepository
 from service.repositories.outbox import OutboxRepository
 from service.repositories.permissions import PermissionsRepository
+from service.repositories.protection import ProtectionRepository
 from service.repositories.read_cache import ReadCacheRepository
 from service.repositories.regions import RegionsRepository
 from service.repositories.resolved import ResolvedRepository
@@ -61,6 +63,8 @@ class Repositories:
     impact: ImpactRepository
     read_cache: ReadCacheRepository
     revisions: RevisionsRepository
+    protection: ProtectionRepository
+    change_requests: ChangeRequestsRepository
 
     @classmethod
     def build(cls, queries: Queries) -> Repositories:
@@ -91,4 +95,6 @@ class Repositories:
             impact=ImpactRepository(queries),
             read_cache=ReadCacheRepository(queries),
             revisions=RevisionsRepository(queries),
+            protection=ProtectionRepository(queries),
+            change_requests=ChangeRequestsRepository(queries),
         )

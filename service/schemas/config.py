@@ -4,6 +4,7 @@ encryption-key rotation."""
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
@@ -11,9 +12,27 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from service.base.errors import validation_error
+from service.base.timefmt import utcnow
 from service.schemas.common import NonNull, Strict, check_config_value
+from service.schemas.times import check_utc
 
 PermissionMode = Literal["INHERIT", "LOCKED", "LOCAL"]
+Expiry = Annotated[
+    datetime,
+    msgspec.Meta(
+        tz=True,
+        description="RFC 3339 instant in the future: the service removes the entry then "
+        "(a delete by the service, audited as expired). Omitted or null: it stays.",
+    ),
+]
+
+
+def check_expiry(value: datetime | None) -> None:
+    check_utc(value, "expires_at")
+    if value is not None and value <= utcnow():
+        raise ValueError("expires_at: must lie in the future")
+
+
 _KEY = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]{0,127}")
 # Base64 (standard alphabet, padded) of exactly 32 bytes, as decode_encryption_key
 # accepts it (and names the problem): 43 characters and one `=`, surrounding whitespace
@@ -52,17 +71,27 @@ class ConfigPut(Strict):
         ]
         | UnsetType
     ) = UNSET
+    # A temporary override: removed by the service at that instant (future). Omitted or
+    # null: the entry stays (a PUT replaces an earlier expiry too).
+    expires_at: Expiry | None = None
 
     def __post_init__(self) -> None:
         if self.value is None:
             raise ValueError("value: must not be null (DELETE removes an entry)")
         check_config_value(self.value, "value")
+        check_expiry(self.expires_at)
 
 
 class PermissionPut(Strict):
     value: bool
     # Omitted on an existing policy: it keeps its mode. New policies: INHERIT.
     mode: PermissionMode | UnsetType = UNSET
+    # A temporary override: removed by the service at that instant (future). Omitted or
+    # null: the entry stays (a PUT replaces an earlier expiry too).
+    expires_at: Expiry | None = None
+
+    def __post_init__(self) -> None:
+        check_expiry(self.expires_at)
 
 
 class RevealQuery(Strict):

@@ -61,6 +61,13 @@ class Settings:
     # since its last success (0: never by count), is disabled (docs/decisions/webhooks.md).
     webhook_disable_after_seconds: int = 5 * 86400
     webhook_disable_after_dead_letters: int = 100
+    # How often each process looks for expired entries and due change requests
+    # (0: this process runs none of that scheduled work).
+    scheduler_poll_seconds: float = 5.0
+    # Approvals a change request needs before it applies.
+    change_request_approvals: int = 1
+    # A scheduled apply missed by more than this (service down) fails instead of running.
+    change_request_apply_grace_seconds: int = 3600
     max_body_bytes: int = 1_048_576
     max_tenant_depth: int = 32
     regions: tuple[str, ...] = ("default",)
@@ -206,6 +213,11 @@ class Settings:
             webhook_allow_http=reader.boolean("WEBHOOK_ALLOW_HTTP", False),
             webhook_allowed_private_cidrs=reader.cidrs("WEBHOOK_ALLOWED_PRIVATE_CIDRS"),
             webhook_concurrency=reader.integer("WEBHOOK_CONCURRENCY", 16, 0, 1000),
+            scheduler_poll_seconds=reader.number("SCHEDULER_POLL_SECONDS", 5.0, 0.0, 3600),
+            change_request_approvals=reader.integer("CHANGE_REQUEST_APPROVALS", 1, 1, 10),
+            change_request_apply_grace_seconds=reader.duration(
+                "CHANGE_REQUEST_APPLY_GRACE", "1 hour"
+            ),
             webhook_disable_after_seconds=reader.integer(
                 "WEBHOOK_DISABLE_AFTER_SECONDS", 5 * 86400, 1, 10 * 365 * 86400
             ),

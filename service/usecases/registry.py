@@ -7,6 +7,9 @@ from dataclasses import dataclass
 
 from service.caches.key_cache import KeyCache
 from service.caches.read_cache import ReadCache
+from service.usecases.changes.applying import ChangeRequestApply
+from service.usecases.changes.execution import ChangeExecution
+from service.usecases.changes.requests import ChangeRequests
 from service.usecases.common.deps import Deps
 from service.usecases.common.idempotency import IdempotentAnswers
 from service.usecases.compliance.audit import AuditQueries
@@ -20,6 +23,7 @@ from service.usecases.compliance.retention import Retention
 from service.usecases.entries.config_budgets import ConfigBudgets
 from service.usecases.entries.config_entries import ConfigEntries
 from service.usecases.entries.config_schemas import ConfigSchemas
+from service.usecases.entries.expiry import EntryExpiry
 from service.usecases.entries.impact import ConfigImpact
 from service.usecases.entries.permission_impact import PermissionImpact
 from service.usecases.entries.permissions import PermissionPolicies
@@ -34,6 +38,7 @@ from service.usecases.tenants.creation import TenantCreation
 from service.usecases.tenants.flags import FlagEvaluation
 from service.usecases.tenants.move_preview import MovePreviews
 from service.usecases.tenants.moves import TenantMoves
+from service.usecases.tenants.protection import TenantProtection
 from service.usecases.tenants.queries import TenantQueries
 from service.usecases.tenants.resolved import ResolvedValues
 from service.usecases.webhooks.changes import WebhookChanges
@@ -50,6 +55,10 @@ class UseCases:
     tenant_creation: TenantCreation
     tenant_changes: TenantChanges
     tenant_moves: TenantMoves
+    tenant_protection: TenantProtection
+    # change requests
+    change_requests: ChangeRequests
+    change_request_apply: ChangeRequestApply
     move_preview: MovePreviews
     tenant_context: ContextReads
     context_delivery: ContextDelivery
@@ -62,6 +71,7 @@ class UseCases:
     config_impact: ConfigImpact
     permission_impact: PermissionImpact
     permission_policies: PermissionPolicies
+    entry_expiry: EntryExpiry
     # keys and roles
     api_key_commands: ApiKeyCommands
     api_key_queries: ApiKeyQueries
@@ -89,11 +99,16 @@ class UseCases:
     def build(
         cls, deps: Deps, *, reads: ReadCache, keys: KeyCache, sender: WebhookSender
     ) -> UseCases:
+        execution = ChangeExecution(deps)
+        requests = ChangeRequests(deps, execution)
         return cls(
             tenant_queries=TenantQueries(deps, reads),
             tenant_creation=TenantCreation(deps),
             tenant_changes=TenantChanges(deps),
             tenant_moves=TenantMoves(deps),
+            tenant_protection=TenantProtection(deps),
+            change_requests=requests,
+            change_request_apply=ChangeRequestApply(deps, execution, requests),
             move_preview=MovePreviews(deps),
             tenant_context=ContextReads(deps, reads),
             context_delivery=ContextDelivery(deps),
@@ -105,6 +120,7 @@ class UseCases:
             config_impact=ConfigImpact(deps),
             permission_impact=PermissionImpact(deps),
             permission_policies=PermissionPolicies(deps),
+            entry_expiry=EntryExpiry(deps),
             api_key_commands=ApiKeyCommands(deps, keys),
             api_key_queries=ApiKeyQueries(deps),
             role_management=RoleManagement(deps, keys),

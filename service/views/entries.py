@@ -4,6 +4,7 @@ resolved context (docs/api.md, inheritance)."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from datetime import datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
@@ -31,6 +32,16 @@ class ConfigEntry(View):
     ]
     created_at: Instant
     updated_at: Instant
+    expires_at: (
+        Annotated[
+            Instant,
+            msgspec.Meta(
+                description="Present on an entry that expires: the service removes it then "
+                "(as a delete, audited as expired)."
+            ),
+        ]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
 
     @classmethod
     def of(cls, entry: ConfigEntryRow, shown_value: Any) -> ConfigEntry:
@@ -43,6 +54,7 @@ class ConfigEntry(View):
             reveal_to_descendants=entry.reveal_to_descendants,
             created_at=instant(entry.created_at),
             updated_at=instant(entry.updated_at),
+            expires_at=_expiry(entry.expires_at),
         )
 
 
@@ -52,6 +64,16 @@ class PermissionPolicy(View):
     mode: PermissionMode
     created_at: Instant
     updated_at: Instant
+    expires_at: (
+        Annotated[
+            Instant,
+            msgspec.Meta(
+                description="Present on an entry that expires: the service removes it then "
+                "(as a delete, audited as expired)."
+            ),
+        ]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
 
     @classmethod
     def of(cls, policy: PermissionPolicyRow) -> PermissionPolicy:
@@ -61,6 +83,7 @@ class PermissionPolicy(View):
             mode=policy.mode,  # type: ignore[arg-type]
             created_at=instant(policy.created_at),
             updated_at=instant(policy.updated_at),
+            expires_at=_expiry(policy.expires_at),
         )
 
 
@@ -82,6 +105,16 @@ class ResolvedConfigEntry(View):
         ]
         | msgspec.UnsetType
     ) = msgspec.UNSET
+    expires_at: (
+        Annotated[
+            Instant,
+            msgspec.Meta(
+                description="Present on an entry that expires: the service removes it then "
+                "(as a delete, audited as expired)."
+            ),
+        ]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
 
 
 class ResolvedPermission(View):
@@ -91,6 +124,16 @@ class ResolvedPermission(View):
     source_tenant_id: UUID
     locked: bool
     delegated: bool
+    expires_at: (
+        Annotated[
+            Instant,
+            msgspec.Meta(
+                description="Present on an entry that expires: the service removes it then "
+                "(as a delete, audited as expired)."
+            ),
+        ]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
 
 
 class TenantContext(View):
@@ -121,6 +164,7 @@ class TenantContext(View):
                 masked_reason="outside_caller_subtree"
                 if c.key in masked_outside
                 else msgspec.UNSET,
+                expires_at=_expiry(c.expires_at),
             )
             for c in ctx.config
         }
@@ -135,6 +179,7 @@ class TenantContext(View):
                 locked=p.mode == "LOCKED",
                 # Inherited and still overridable here: this tenant may set its own policy.
                 delegated=inherited and p.mode != "LOCKED",
+                expires_at=_expiry(p.expires_at),
             )
         return cls(
             tenant_id=ctx.id,
@@ -144,3 +189,7 @@ class TenantContext(View):
             resolved_config=config,
             resolved_permissions=permissions,
         )
+
+
+def _expiry(value: datetime | None) -> Instant | msgspec.UnsetType:
+    return msgspec.UNSET if value is None else instant(value)

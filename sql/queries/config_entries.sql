@@ -3,7 +3,7 @@
 -- name: list_config_entries :many
 -- A tenant's own entries in key order (sensitive ones still encrypted).
 SELECT tenant_id, key, value, encrypted_value, locked, sensitive, reveal_to_descendants,
-       created_at, updated_at
+       expires_at, created_at, updated_at
 FROM config_entries
 WHERE tenant_id = :'tenant_id'
 ORDER BY key;
@@ -47,26 +47,28 @@ WHERE tenant_id = :'tenant_id'
 -- name: get_config_entry :one
 -- One of a tenant's own entries (sensitive ones still encrypted).
 SELECT tenant_id, key, value, encrypted_value, locked, sensitive, reveal_to_descendants,
-       created_at, updated_at
+       expires_at, created_at, updated_at
 FROM config_entries
 WHERE tenant_id = :'tenant_id'
   AND key = :'key';
 
 -- name: upsert_config_entry :one
--- Create or replace one entry whole (value or ciphertext, lock, sensitivity, sharing).
+-- Create or replace one entry whole (value or ciphertext, lock, sensitivity, sharing,
+-- expiry).
 INSERT INTO config_entries (tenant_id, key, value, encrypted_value, locked, sensitive,
-                            reveal_to_descendants)
+                            reveal_to_descendants, expires_at)
 VALUES (:'tenant_id', :'key', :'value', :'encrypted_value', :'locked', :'sensitive',
-        :'reveal_to_descendants')
+        :'reveal_to_descendants', :'expires_at')
 ON CONFLICT (tenant_id, key) DO UPDATE
 SET value = excluded.value,
     encrypted_value = excluded.encrypted_value,
     locked = excluded.locked,
     sensitive = excluded.sensitive,
     reveal_to_descendants = excluded.reveal_to_descendants,
+    expires_at = excluded.expires_at,
     updated_at = now()
 RETURNING tenant_id, key, value, encrypted_value, locked, sensitive, reveal_to_descendants,
-          created_at, updated_at;
+          expires_at, created_at, updated_at;
 
 -- name: delete_config_entry :one
 -- Remove one entry; returns it (no row: there was none).
@@ -74,4 +76,26 @@ DELETE FROM config_entries
 WHERE tenant_id = :'tenant_id'
   AND key = :'key'
 RETURNING tenant_id, key, value, encrypted_value, locked, sensitive, reveal_to_descendants,
-          created_at, updated_at;
+          expires_at, created_at, updated_at;
+
+-- name: delete_expired_config_entries :many
+-- Remove up to batch_size entries whose expiry has passed, soonest first, skipping rows
+-- another transaction holds (another process's expiry or a write under way: the next
+-- round sees them again); returns them.
+WITH
+-- 1. The due entries this transaction claims (config_entries_expires_at_idx).
+due AS (
+    SELECT ce.tenant_id, ce.key
+    FROM config_entries ce
+    WHERE ce.expires_at <= now()
+    ORDER BY ce.expires_at
+    LIMIT :'batch_size'::integer
+    FOR UPDATE SKIP LOCKED
+)
+-- 2. Gone.
+DELETE FROM config_entries ce
+USING due d
+WHERE ce.tenant_id = d.tenant_id
+  AND ce.key = d.key
+RETURNING ce.tenant_id, ce.key, ce.value, ce.encrypted_value, ce.locked, ce.sensitive,
+          ce.reveal_to_descendants, ce.expires_at, ce.created_at, ce.updated_at;

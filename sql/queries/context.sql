@@ -18,7 +18,7 @@ chain AS (
 config_winners AS (
     SELECT DISTINCT ON (ce.key)
            ce.key, ce.value, ce.encrypted_value, ce.sensitive, ce.locked,
-           ce.reveal_to_descendants, ce.tenant_id AS source_tenant_id
+           ce.reveal_to_descendants, ce.expires_at, ce.tenant_id AS source_tenant_id
     FROM chain ch
     JOIN config_entries ce ON ce.tenant_id = ch.tenant_id
     ORDER BY ce.key,
@@ -30,7 +30,7 @@ config_winners AS (
 --    key, the LOCKED policy nearest the root wins; otherwise the nearest policy.
 permission_winners AS (
     SELECT DISTINCT ON (pp.key)
-           pp.key, pp.value, pp.mode, pp.tenant_id AS source_tenant_id
+           pp.key, pp.value, pp.mode, pp.expires_at, pp.tenant_id AS source_tenant_id
     FROM chain ch
     JOIN permission_policies pp ON pp.tenant_id = ch.tenant_id
     WHERE ch.distance = 0 OR pp.mode <> 'LOCAL'
@@ -61,7 +61,8 @@ chain AS (
 -- 2. Config winners per key: the highest lock, else the nearest entry.
 config_winners AS (
     SELECT DISTINCT ON (ce.key)
-           ce.key, ce.value, ce.sensitive, ce.locked, ce.tenant_id AS source_tenant_id
+           ce.key, ce.value, ce.sensitive, ce.locked, ce.expires_at,
+           ce.tenant_id AS source_tenant_id
     FROM chain ch
     JOIN config_entries ce ON ce.tenant_id = ch.tenant_id
     ORDER BY ce.key,
@@ -72,7 +73,7 @@ config_winners AS (
 --    ancestors' LOCAL policies do not count.
 permission_winners AS (
     SELECT DISTINCT ON (pp.key)
-           pp.key, pp.value, pp.mode, pp.tenant_id AS source_tenant_id
+           pp.key, pp.value, pp.mode, pp.expires_at, pp.tenant_id AS source_tenant_id
     FROM chain ch
     JOIN permission_policies pp ON pp.tenant_id = ch.tenant_id
     WHERE ch.distance = 0 OR pp.mode <> 'LOCAL'
@@ -89,22 +90,39 @@ SELECT t.id, t.ancestry_path, t.depth, t.status,
            'depth', t.depth,
            'isolation_strategy', t.isolation_strategy,
            'resolved_config', coalesce(
-               (SELECT json_object_agg(w.key, json_build_object(
+               (SELECT json_object_agg(w.key, CASE WHEN w.expires_at IS NULL THEN
+                       json_build_object(
                            'key', w.key,
                            'value', CASE WHEN w.sensitive THEN '"***"'::jsonb ELSE w.value END,
                            'source_tenant_id', w.source_tenant_id,
                            'inherited', w.source_tenant_id <> t.id,
-                           'locked', w.locked) ORDER BY w.key)
+                           'locked', w.locked)
+                       ELSE json_build_object(
+                           'key', w.key,
+                           'value', CASE WHEN w.sensitive THEN '"***"'::jsonb ELSE w.value END,
+                           'source_tenant_id', w.source_tenant_id,
+                           'inherited', w.source_tenant_id <> t.id,
+                           'locked', w.locked,
+                           'expires_at', svc_iso_time(w.expires_at)) END ORDER BY w.key)
                 FROM config_winners w),
                '{}'::json),
            'resolved_permissions', coalesce(
-               (SELECT json_object_agg(p.key, json_build_object(
+               (SELECT json_object_agg(p.key, CASE WHEN p.expires_at IS NULL THEN
+                       json_build_object(
                            'key', p.key,
                            'value', p.value,
                            'mode', p.mode,
                            'source_tenant_id', p.source_tenant_id,
                            'locked', p.mode = 'LOCKED',
                            'delegated', p.source_tenant_id <> t.id AND p.mode <> 'LOCKED')
+                       ELSE json_build_object(
+                           'key', p.key,
+                           'value', p.value,
+                           'mode', p.mode,
+                           'source_tenant_id', p.source_tenant_id,
+                           'locked', p.mode = 'LOCKED',
+                           'delegated', p.source_tenant_id <> t.id AND p.mode <> 'LOCKED',
+                           'expires_at', svc_iso_time(p.expires_at)) END
                        ORDER BY p.key)
                 FROM permission_winners p),
                '{}'::json)

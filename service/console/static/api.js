@@ -14,6 +14,7 @@ export class ApiError extends Error {
     this.code = error.code || (status === 0 ? "NETWORK_ERROR" : `HTTP_${status}`);
     this.details = error.details || [];
     this.requestId = error.request_id || null;
+    this.body = body; // the whole answer: some errors carry more (IMPACT_DRIFT's drift)
   }
 
   // "message (CODE)" plus every field detail the message does not already say, for

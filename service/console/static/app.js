@@ -1,5 +1,5 @@
 // The console's entry point: sign-in, the layout (tree beside the current view), and a
-// hash router (#/tenants/ID, #/tenants/ID/context, #/webhooks, #/audit). Hashes carry
+// hash router (#/tenants/ID, #/tenants/ID/context, #/webhooks, #/audit, #/change-requests). Hashes carry
 // ids only; the credential is never part of a URL.
 
 import {
@@ -7,6 +7,7 @@ import {
   onUnauthorized, post, remember, saveCredential,
 } from "./api.js";
 import { auditPage } from "./audit.js";
+import { changeRequestsPage } from "./changes.js";
 import { contextPage } from "./context.js";
 import { field, fill, h, messageBox } from "./dom.js";
 import { tenantPage } from "./tenant.js";
@@ -101,6 +102,7 @@ function homeView(view) {
 const SECTIONS = [
   { hash: "#/", label: "Tenants", needs: ["read"] },
   { hash: "#/webhooks", label: "Webhooks", needs: ["read"] },
+  { hash: "#/change-requests", label: "Change requests", needs: ["read"] },
   { hash: "#/audit", label: "Audit log", needs: ["read", "admin"] },
 ];
 const usable = (section, scopes) => section.needs.every((scope) => scopes.includes(scope));
@@ -112,7 +114,7 @@ async function route() {
   leavePage();
   const hash = window.location.hash || "#/";
   const parts = hash.slice(1).split("/").filter(Boolean);
-  const section = parts[0] === "webhooks" || parts[0] === "audit" ? `#/${parts[0]}` : "#/";
+  const section = ["webhooks", "audit", "change-requests"].includes(parts[0]) ? `#/${parts[0]}` : "#/";
   for (const link of app.nav.querySelectorAll("a")) {
     link.classList.toggle("current", link.getAttribute("href") === section);
   }
@@ -137,6 +139,8 @@ async function route() {
     await webhooksPage(view, app);
   } else if (parts[0] === "audit") {
     await auditPage(view, app);
+  } else if (parts[0] === "change-requests") {
+    await changeRequestsPage(view, app);
   } else {
     homeView(view);
   }

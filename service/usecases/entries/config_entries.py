@@ -12,6 +12,7 @@ from msgspec import UNSET
 from service.auth.principal import Actor, Principal
 from service.base.crypto import DecryptionError
 from service.base.errors import ServiceError
+from service.base.timefmt import iso
 from service.repositories.config_entries import ConfigEntryRow, ConfigWrite
 from service.repositories.tenants import TenantNode
 from service.schemas.config import ConfigPut
@@ -50,6 +51,7 @@ def _audit_view(entry: ConfigEntryRow | None) -> dict[str, Any] | None:
         "locked": entry.locked,
         "sensitive": entry.sensitive,
         "reveal_to_descendants": entry.reveal_to_descendants,
+        **({} if entry.expires_at is None else {"expires_at": iso(entry.expires_at)}),
     }
 
 
@@ -151,6 +153,7 @@ class ConfigEntries:
             if (
                 before is not None
                 and before.reveal_to_descendants == shared
+                and before.expires_at == body.expires_at
                 and self._unchanged(before, body.value, locked, sensitive)
             ):
                 return self._shown(before, False), False
@@ -170,7 +173,12 @@ class ConfigEntries:
                 else ConfigWrite(key, body.value, None, False)
             )
             after = await self.config.upsert_config_entry(
-                conn, tenant_id, write, locked=locked, reveal_to_descendants=shared
+                conn,
+                tenant_id,
+                write,
+                locked=locked,
+                reveal_to_descendants=shared,
+                expires_at=body.expires_at,
             )
             if budgets:
                 await self.constraints.check_budgets(conn, written, [key])

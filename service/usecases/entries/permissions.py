@@ -10,6 +10,7 @@ from msgspec import UNSET
 
 from service.auth.principal import Actor, Principal
 from service.base.errors import ServiceError
+from service.base.timefmt import iso
 from service.repositories.permissions import PermissionPolicyRow
 from service.schemas.config import PermissionPut
 from service.usecases.common.deps import Deps
@@ -25,7 +26,12 @@ def permission_not_found(key: str) -> ServiceError:
 
 
 def _audit_view(policy: PermissionPolicyRow | None) -> dict[str, Any] | None:
-    return None if policy is None else {"value": policy.value, "mode": policy.mode}
+    if policy is None:
+        return None
+    view: dict[str, Any] = {"value": policy.value, "mode": policy.mode}
+    if policy.expires_at is not None:
+        view["expires_at"] = iso(policy.expires_at)
+    return view
 
 
 def _event(kind: str, policy: PermissionPolicyRow) -> Event:
@@ -88,10 +94,15 @@ class PermissionPolicies:
             mode = (
                 body.mode if body.mode is not UNSET else (before.mode if before else DEFAULT_MODE)
             )
-            if before is not None and before.value == body.value and before.mode == mode:
+            if (
+                before is not None
+                and before.value == body.value
+                and before.mode == mode
+                and before.expires_at == body.expires_at
+            ):
                 return before, False
             after = await self.permissions.upsert_permission_policy(
-                conn, tenant_id, key, value=body.value, mode=mode
+                conn, tenant_id, key, value=body.value, mode=mode, expires_at=body.expires_at
             )
             kind = "created" if before is None else "updated"
             await self.deps.recorder.record(

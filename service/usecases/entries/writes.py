@@ -24,6 +24,7 @@ from service.base.errors import FieldError, RetryTransaction, ServiceError
 from service.repositories.key_locks import KeyWrite
 from service.repositories.tenants import TenantNode, TenantsRepository
 from service.usecases.common.deps import Deps
+from service.usecases.common.protection import refuse_protected
 from service.usecases.common.recording import AuditRecord, Event
 from service.usecases.common.tenant_access import active, visible
 
@@ -79,6 +80,7 @@ class EntryWrites(Generic[E]):
     ) -> TenantNode:
         """The tenant locked for entry writes, then the key at it and above it."""
         node = await lock_tenant_for_entries(conn, self.deps.repos.tenants, principal, tenant_id)
+        await refuse_protected(conn, self.deps.repos.protection, [tenant_id])
         await self.store.lock_keys(conn, [KeyWrite(node.ancestry_path, key)])
         return node
 

@@ -18,6 +18,7 @@ from service.repositories.tenants import TenantNode, TenantRow
 from service.schemas.tenants import TenantPatch
 from service.usecases.common.deps import Deps
 from service.usecases.common.merge_patch import merge_patch
+from service.usecases.common.protection import refuse_protected
 from service.usecases.common.recording import AuditRecord, Event
 from service.usecases.common.tenant_access import check_if_match, visible, visible_active
 from service.usecases.entries.constraints import ConfigConstraints, Written
@@ -52,6 +53,7 @@ class TenantChanges:
     ) -> TenantRow:
         async def work(conn: asyncpg.Connection) -> TenantRow:
             node = visible_active(principal, await self.tenants.lock_tenant_node(conn, tenant_id))
+            await refuse_protected(conn, self.deps.repos.protection, [tenant_id])
             before = await self.tenants.get_tenant(conn, tenant_id)
             assert before is not None
             check_if_match(if_match, before)
@@ -177,6 +179,7 @@ class TenantChanges:
     ) -> None:
         async def work(conn: asyncpg.Connection) -> None:
             await self._lock_in_tree(conn, principal, tenant_id)
+            await refuse_protected(conn, self.deps.repos.protection, [tenant_id])
             if if_match is not None:
                 check_if_match(if_match, await self._tenant(conn, tenant_id))
             if await self.tenants.has_active_children(conn, tenant_id):
@@ -197,6 +200,7 @@ class TenantChanges:
 
         async def work(conn: asyncpg.Connection) -> TenantRow:
             node = await self._lock_in_tree(conn, principal, tenant_id, archived=True)
+            await refuse_protected(conn, self.deps.repos.protection, [tenant_id])
             if not node.is_archived:
                 return await self._tenant(conn, tenant_id)
             if node.parent_id is not None:

@@ -15,6 +15,7 @@ from service.auth.principal import Actor, Principal
 from service.base.errors import FieldError, RetryTransaction, ServiceError
 from service.repositories.tenants import TenantNode, TenantRow
 from service.usecases.common.deps import Deps
+from service.usecases.common.protection import refuse_protected
 from service.usecases.common.recording import AuditRecord, Event
 from service.usecases.common.tenant_access import (
     active,
@@ -73,6 +74,9 @@ class TenantMoves:
             )
             if locked_roots != roots:
                 raise RetryTransaction  # a concurrent move changed a tree before we locked it
+            # Leaving a protected subtree or entering one changes it.
+            ends = [tenant_id] + ([new_parent_id] if new_parent_id else [])
+            await refuse_protected(conn, self.deps.repos.protection, ends)
             return await self._move_locked(conn, actor, locked_node, locked_parent, if_match)
 
         return await self.deps.db.transaction(work)

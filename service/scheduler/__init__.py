@@ -1,0 +1,1 @@
+"""Scheduled work of every service process: expiring overrides and change requests."""

@@ -1,0 +1,1 @@
+"""Change requests: reviewed lists of changes applied in one transaction."""
