@@ -14,10 +14,12 @@ from importlib.metadata import version as package_version
 from pathlib import Path
 from uuid import UUID
 
+import asyncpg
 from dotenv import dotenv_values
 
 from service.auth.keys import Environment, default_environment
 from service.auth.principal import SCOPES, SYSTEM_ACTOR
+from service.base.errors import ServiceError
 from service.cli_admin import add_key_commands, migrations_status, unreachable_database
 from service.db.errors import translate_db_error
 from service.db.migrations import apply_migrations
@@ -217,6 +219,7 @@ def cmd_create_key(args: argparse.Namespace) -> int:
             await apply_migrations(conn, queries)
             repos = Repositories.build(queries)
             async with conn.transaction():
+                tenant_id = await _tenant_named(conn, repos, args.tenant_id)
                 return await issue_api_key(
                     conn,
                     keys=repos.api_keys,
@@ -225,7 +228,7 @@ def cmd_create_key(args: argparse.Namespace) -> int:
                     actor=SYSTEM_ACTOR,
                     name=args.name,
                     scopes=scopes,
-                    tenant_id=args.tenant_id,
+                    tenant_id=tenant_id,
                     environment=environment,
                 )
         finally:
@@ -235,6 +238,9 @@ def cmd_create_key(args: argparse.Namespace) -> int:
         assert ready.database_url is not None
         try:
             issued = asyncio.run(run(ready.database_url))
+        except ServiceError as err:
+            sys.stderr.write(f"tenant-service: {err.message} ({err.code})\n")
+            return 1
         except Exception as exc:  # a CLI reports the reason; it does not trace back
             translated = translate_db_error(exc)
             reason = translated.message if translated else str(exc)
@@ -326,7 +332,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--scopes", default="read", help="comma-separated scopes: read,write,admin (default read)"
     )
     create.add_argument(
-        "--tenant-id", type=UUID, help="restrict the key to this tenant and its descendants"
+        "--tenant-id",
+        metavar="TENANT",
+        help="restrict the key to this tenant and its descendants (its id or slug)",
     )
     environment = create.add_mutually_exclusive_group()
     environment.add_argument(
@@ -395,3 +403,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     raise SystemExit(main())
+
+
+async def _tenant_named(
+    conn: asyncpg.Connection, repos: Repositories, text: str | None
+) -> UUID | None:
+    """The tenant a --tenant-id names: its id (checked to exist) or its slug."""
+    if text is None:
+        return None
+    try:
+        tenant_id = UUID(text)
+    except ValueError:
+        found = await repos.tenants.get_tenant_by_slug(conn, text)
+    else:
+        found = await repos.tenants.get_tenant(conn, tenant_id)
+    if found is None:
+        raise ServiceError("TENANT_NOT_FOUND", f"no tenant has the id or slug {text!r}")
+    return found.id

@@ -73,3 +73,19 @@ async def test_keys_are_named_as_the_list_shows_them(
     assert missing.stderr.strip().splitlines()[-1] == (
         "tenant-service: no API key has the id or prefix 'sk_test_zzzz' (API_KEY_NOT_FOUND)"
     )
+
+
+async def test_create_takes_the_tenant_by_its_slug(
+    client: TestClient, admin: dict[str, str], cli_env: dict[str, str]
+) -> None:
+    tenant = await create_tenant(client, admin, name="Globex")
+    by_slug = json.loads(
+        _cli(cli_env, "api-keys", "create", "--name", "s", "--tenant-id", tenant["slug"], "--json")
+    )
+    assert by_slug["tenant_id"] == tenant["id"]
+    for unknown in ("no_such_slug", "01900000-0000-7000-8000-000000000000"):
+        refused = run_cli("api-keys", "create", "--name", "x", "--tenant-id", unknown, env=cli_env)
+        assert refused.returncode == 1
+        assert refused.stderr.strip().splitlines()[-1] == (
+            f"tenant-service: no tenant has the id or slug {unknown!r} (TENANT_NOT_FOUND)"
+        )
