@@ -32,7 +32,7 @@ from service.schemas.tenants import (
     TenantPatch,
 )
 from service.usecases.tenants.creation import BatchRejected, ItemError, batch_error
-from service.usecases.tenants.queries import Page
+from service.usecases.tenants.queries import TenantRowPage
 from service.views.base import render
 from service.views.errors import TenantBatchError
 from service.views.tenants import Tenant, TenantBatchResult, TenantPage
@@ -41,7 +41,7 @@ api = Api("tenants")
 TENANT_ERRORS = ("VALIDATION_ERROR", "TENANT_NOT_FOUND", "TENANT_ARCHIVED")
 
 
-def _listed(page: Page) -> list[Tenant]:
+def _listed(page: TenantRowPage) -> list[Tenant]:
     """The page's tenants, each with child_count when the caller asked for counts."""
     counts = page.child_counts
     if counts is None:

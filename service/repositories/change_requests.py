@@ -14,7 +14,7 @@ from service.db.repository import NamedSql, Repository
 
 
 @dataclass(frozen=True, slots=True)
-class ChangeRequest:
+class ChangeRequestRow:
     id: UUID
     title: str
     description: str
@@ -77,8 +77,8 @@ class StateChange:
     error: dict[str, Any] | None = None
 
 
-def _row(row: asyncpg.Record) -> ChangeRequest:
-    return ChangeRequest(**row)
+def _row(row: asyncpg.Record) -> ChangeRequestRow:
+    return ChangeRequestRow(**row)
 
 
 class ChangeRequestsRepository(Repository):
@@ -97,7 +97,7 @@ class ChangeRequestsRepository(Repository):
 
     async def insert_change_request(
         self, conn: asyncpg.Connection, new: NewChangeRequest
-    ) -> ChangeRequest:
+    ) -> ChangeRequestRow:
         row = await self._insert.one(
             conn,
             id=new.id,
@@ -119,31 +119,31 @@ class ChangeRequestsRepository(Repository):
 
     async def get_change_request(
         self, conn: asyncpg.Connection, request_id: UUID
-    ) -> ChangeRequest | None:
+    ) -> ChangeRequestRow | None:
         row = await self._get.one(conn, id=request_id)
         return None if row is None else _row(row)
 
     async def lock_change_request(
         self, conn: asyncpg.Connection, request_id: UUID
-    ) -> ChangeRequest | None:
+    ) -> ChangeRequestRow | None:
         row = await self._lock.one(conn, id=request_id)
         return None if row is None else _row(row)
 
     async def claim_due_change_request(
         self, conn: asyncpg.Connection, grace_seconds: int
-    ) -> ChangeRequest | None:
+    ) -> ChangeRequestRow | None:
         row = await self._claim_due.one(conn, grace_seconds=grace_seconds)
         return None if row is None else _row(row)
 
     async def claim_missed_change_requests(
         self, conn: asyncpg.Connection, grace_seconds: int
-    ) -> list[ChangeRequest]:
+    ) -> list[ChangeRequestRow]:
         rows = await self._claim_missed.many(conn, grace_seconds=grace_seconds)
         return [_row(r) for r in rows]
 
     async def update_change_request_state(
         self, conn: asyncpg.Connection, request_id: UUID, change: StateChange
-    ) -> ChangeRequest:
+    ) -> ChangeRequestRow:
         row = await self._update_state.one(
             conn,
             id=request_id,
@@ -167,7 +167,7 @@ class ChangeRequestsRepository(Repository):
     async def insert_change_request_review(
         self,
         conn: asyncpg.Connection,
-        request: ChangeRequest,
+        request: ChangeRequestRow,
         *,
         reviewer_id: str,
         reviewer_type: str,
@@ -201,7 +201,7 @@ class ChangeRequestsRepository(Repository):
         author_id: str | None,
         scope_id: UUID | None,
         page_size: int,
-    ) -> list[ChangeRequest]:
+    ) -> list[ChangeRequestRow]:
         rows = await self._list.many(
             conn,
             cursor=cursor,

@@ -25,7 +25,7 @@ class Position:
 
 
 @dataclass(frozen=True, slots=True)
-class Batch:
+class RetentionBatchRow:
     deleted: int
     last: Position | None
 
@@ -36,11 +36,11 @@ class TenantCandidate:
     ancestry_path: str
 
 
-def _batch(rows: Sequence[asyncpg.Record]) -> Batch:
+def _batch(rows: Sequence[asyncpg.Record]) -> RetentionBatchRow:
     if not rows:
-        return Batch(0, None)
+        return RetentionBatchRow(0, None)
     last = max((r["at"], r["id"]) for r in rows)
-    return Batch(len(rows), Position(last[0], last[1]))
+    return RetentionBatchRow(len(rows), Position(last[0], last[1]))
 
 
 class RetentionRepository(Repository):
@@ -66,7 +66,7 @@ class RetentionRepository(Repository):
 
     async def delete_expired_deliveries(
         self, conn: asyncpg.Connection, cutoff: datetime, limit: int, after: Position | None
-    ) -> Batch:
+    ) -> RetentionBatchRow:
         start = self._page(after)
         rows = await self._delete_deliveries.many(
             conn, cutoff=cutoff, batch_size=limit, after_at=start.at, after_id=start.id
@@ -78,7 +78,7 @@ class RetentionRepository(Repository):
 
     async def delete_expired_events(
         self, conn: asyncpg.Connection, cutoff: datetime, limit: int, after: Position | None
-    ) -> Batch:
+    ) -> RetentionBatchRow:
         start = self._page(after)
         rows = await self._delete_events.many(
             conn, cutoff=cutoff, batch_size=limit, after_at=start.at, after_id=start.id
@@ -90,7 +90,7 @@ class RetentionRepository(Repository):
 
     async def delete_expired_consents(
         self, conn: asyncpg.Connection, cutoff: datetime, limit: int, after: Position | None
-    ) -> Batch:
+    ) -> RetentionBatchRow:
         start = self._page(after)
         rows = await self._delete_consents.many(
             conn, cutoff=cutoff, batch_size=limit, after_at=start.at, after_id=start.id
@@ -107,7 +107,7 @@ class RetentionRepository(Repository):
 
     async def delete_expired_idempotency_keys(
         self, conn: asyncpg.Connection, cutoff: datetime, limit: int, after: Position | None
-    ) -> Batch:
+    ) -> RetentionBatchRow:
         start = self._page(after)
         rows = await self._delete_idempotency.many(
             conn, cutoff=cutoff, batch_size=limit, after_at=start.at, after_id=start.id

@@ -38,7 +38,7 @@ from service.usecases.tenants.creation import TenantCreation
 from service.usecases.tenants.flags import FlagEvaluation
 from service.usecases.tenants.move_preview import MovePreviews
 from service.usecases.tenants.moves import TenantMoves
-from service.usecases.tenants.protection import TenantProtection
+from service.usecases.tenants.protection import TenantProtections
 from service.usecases.tenants.queries import TenantQueries
 from service.usecases.tenants.resolved import ResolvedValues
 from service.usecases.webhooks.changes import WebhookChanges
@@ -55,7 +55,7 @@ class UseCases:
     tenant_creation: TenantCreation
     tenant_changes: TenantChanges
     tenant_moves: TenantMoves
-    tenant_protection: TenantProtection
+    tenant_protection: TenantProtections
     # change requests
     change_requests: ChangeRequests
     change_request_apply: ChangeRequestApply
@@ -106,7 +106,7 @@ class UseCases:
             tenant_creation=TenantCreation(deps),
             tenant_changes=TenantChanges(deps),
             tenant_moves=TenantMoves(deps),
-            tenant_protection=TenantProtection(deps),
+            tenant_protection=TenantProtections(deps),
             change_requests=requests,
             change_request_apply=ChangeRequestApply(deps, execution, requests),
             move_preview=MovePreviews(deps),

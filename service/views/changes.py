@@ -9,8 +9,7 @@ from uuid import UUID
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from service.repositories.change_requests import ChangeRequest as Row
-from service.repositories.change_requests import Review
+from service.repositories.change_requests import ChangeRequestRow, Review
 from service.repositories.protection import Protection
 from service.schemas.change_requests import Change, ChangeRequestState, change_of
 from service.views.base import Instant, View, instant, instant_or_none
@@ -101,7 +100,9 @@ class ChangeRequest(View):
     applied_at: Instant | None
 
     @classmethod
-    def of(cls, row: Row, reviews: Sequence[Review], approvals_required: int) -> ChangeRequest:
+    def of(
+        cls, row: ChangeRequestRow, reviews: Sequence[Review], approvals_required: int
+    ) -> ChangeRequest:
         return cls(
             id=row.id,
             title=row.title,

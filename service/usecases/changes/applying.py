@@ -24,7 +24,7 @@ from service.auth.principal import SYSTEM_ACTOR, Actor, Principal
 from service.base.errors import ServiceError
 from service.base.timefmt import iso
 from service.observability.logs import get_logger
-from service.repositories.change_requests import ChangeRequest, StateChange
+from service.repositories.change_requests import ChangeRequestRow, StateChange
 from service.schemas.change_requests import change_of
 from service.usecases.changes.execution import ChangeExecution
 from service.usecases.changes.impact import digest, drift
@@ -38,7 +38,7 @@ from service.usecases.changes.requests import (
 from service.usecases.common.deps import Deps
 
 log = get_logger("service.change_requests")
-Claim = Callable[[asyncpg.Connection], Awaitable[ChangeRequest | None]]
+Claim = Callable[[asyncpg.Connection], Awaitable[ChangeRequestRow | None]]
 
 
 class _Drifted(Exception):
@@ -47,11 +47,11 @@ class _Drifted(Exception):
 
 
 class _NotApplicable(Exception):
-    def __init__(self, request: ChangeRequest | None) -> None:
+    def __init__(self, request: ChangeRequestRow | None) -> None:
         self.request = request
 
 
-def author_principal(request: ChangeRequest) -> Principal:
+def author_principal(request: ChangeRequestRow) -> Principal:
     """The changes apply as their author could make them: its scopes, its subtree."""
     return Principal(
         actor_id=request.author_id,
@@ -72,7 +72,7 @@ class ChangeRequestApply:
         """POST .../apply: the request applied (200), or the error that stopped it."""
         await self.requests.get(principal, request_id)  # 404 unless visible
 
-        async def claim(conn: asyncpg.Connection) -> ChangeRequest | None:
+        async def claim(conn: asyncpg.Connection) -> ChangeRequestRow | None:
             return await self.repo.lock_change_request(conn, request_id)
 
         await self._apply(claim, actor, raise_errors=True)
@@ -88,7 +88,7 @@ class ChangeRequestApply:
         )
         if after.state == "approved" and is_due(after):
 
-            async def claim(conn: asyncpg.Connection) -> ChangeRequest | None:
+            async def claim(conn: asyncpg.Connection) -> ChangeRequestRow | None:
                 return await self.repo.lock_change_request(conn, request_id)
 
             await self._apply(claim, actor, raise_errors=False)
@@ -99,7 +99,7 @@ class ChangeRequestApply:
         find none (0)."""
         grace = self.deps.settings.change_request_apply_grace_seconds
 
-        async def claim(conn: asyncpg.Connection) -> ChangeRequest | None:
+        async def claim(conn: asyncpg.Connection) -> ChangeRequestRow | None:
             return await self.repo.claim_due_change_request(conn, grace)
 
         return 1 if await self._apply(claim, SYSTEM_ACTOR, raise_errors=False) else 0
@@ -126,9 +126,9 @@ class ChangeRequestApply:
 
     async def _apply(self, claim: Claim, actor: Actor, *, raise_errors: bool) -> bool:
         """Apply the request claim() locks; False when there was none to apply."""
-        claimed: list[ChangeRequest] = []
+        claimed: list[ChangeRequestRow] = []
 
-        async def work() -> ChangeRequest:
+        async def work() -> ChangeRequestRow:
             claimed.clear()  # a list run again starts from its claim
             request = await self.deps.db.transaction(claim)
             if request is None or request.state != "approved":
@@ -139,7 +139,7 @@ class ChangeRequestApply:
             if digest(impact) != request.approved_digest:
                 raise _Drifted(impact)
 
-            async def finish(conn: asyncpg.Connection) -> ChangeRequest:
+            async def finish(conn: asyncpg.Connection) -> ChangeRequestRow:
                 after = await self.repo.update_change_request_state(
                     conn, request.id,
                     StateChange(state="applied", approvals=request.approvals,
@@ -189,9 +189,9 @@ class ChangeRequestApply:
         return ServiceError("CHANGE_REQUEST_NOT_FOUND", "change request not found")
 
     async def _record_drift(
-        self, request: ChangeRequest, impact: list[dict[str, Any]], actor: Actor
-    ) -> ChangeRequest | None:
-        async def work(conn: asyncpg.Connection) -> ChangeRequest | None:
+        self, request: ChangeRequestRow, impact: list[dict[str, Any]], actor: Actor
+    ) -> ChangeRequestRow | None:
+        async def work(conn: asyncpg.Connection) -> ChangeRequestRow | None:
             current = await self.repo.lock_change_request(conn, request.id)
             if current is None or current.state != "approved":
                 return current
@@ -211,7 +211,10 @@ class ChangeRequestApply:
         return await self.deps.db.transaction(work)
 
     def _drift_error(
-        self, request: ChangeRequest, impact: list[dict[str, Any]], after: ChangeRequest | None
+        self,
+        request: ChangeRequestRow,
+        impact: list[dict[str, Any]],
+        after: ChangeRequestRow | None,
     ) -> ServiceError:
         return ServiceError(
             "IMPACT_DRIFT",
@@ -221,7 +224,7 @@ class ChangeRequestApply:
         )
 
     async def _record_failure(
-        self, request: ChangeRequest, exc: ServiceError, actor: Actor
+        self, request: ChangeRequestRow, exc: ServiceError, actor: Actor
     ) -> None:
         error: dict[str, Any] = {"code": exc.code, "message": exc.message}
         if exc.details:
@@ -237,7 +240,7 @@ class ChangeRequestApply:
     async def _mark_failed(
         self,
         conn: asyncpg.Connection,
-        request: ChangeRequest,
+        request: ChangeRequestRow,
         error: dict[str, Any],
         actor: Actor,
     ) -> None:

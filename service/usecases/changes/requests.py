@@ -19,7 +19,7 @@ from service.base.errors import ServiceError
 from service.base.ids import uuid7
 from service.base.timefmt import utcnow
 from service.repositories.change_requests import (
-    ChangeRequest,
+    ChangeRequestRow,
     NewChangeRequest,
     Review,
     StateChange,
@@ -41,7 +41,7 @@ from service.usecases.common.tenant_access import visible
 class Shown:
     """A request with its reviews, as answers show it."""
 
-    request: ChangeRequest
+    request: ChangeRequestRow
     reviews: list[Review]
 
 
@@ -56,13 +56,13 @@ def not_found() -> ServiceError:
     return ServiceError("CHANGE_REQUEST_NOT_FOUND", "change request not found")
 
 
-def wrong_state(request: ChangeRequest, doing: str) -> ServiceError:
+def wrong_state(request: ChangeRequestRow, doing: str) -> ServiceError:
     return ServiceError(
         "CHANGE_REQUEST_STATE", f"cannot {doing} a change request in state {request.state}"
     )
 
 
-def event_data(request: ChangeRequest, **extra: Any) -> dict[str, Any]:
+def event_data(request: ChangeRequestRow, **extra: Any) -> dict[str, Any]:
     return {"id": str(request.id), "title": request.title, "state": request.state, **extra}
 
 
@@ -70,7 +70,7 @@ async def record_transition(
     deps: Deps,
     conn: asyncpg.Connection,
     actor: Actor,
-    request: ChangeRequest,
+    request: ChangeRequestRow,
     action: str,
     changes: dict[str, Any],
     **extra: Any,
@@ -119,7 +119,7 @@ class ChangeRequests:
             impact_digest=digest(impact),
         )
 
-        async def work(conn: asyncpg.Connection) -> ChangeRequest:
+        async def work(conn: asyncpg.Connection) -> ChangeRequestRow:
             created = await self.repo.insert_change_request(conn, new)
             await record_transition(
                 self.deps, conn, actor, created, "change_request.created",
@@ -162,7 +162,7 @@ class ChangeRequests:
         changes = [change_of(c) for c in current.request.changes]
         impact = await self.execution.preview(principal, actor, changes)
 
-        async def work(conn: asyncpg.Connection) -> ChangeRequest:
+        async def work(conn: asyncpg.Connection) -> ChangeRequestRow:
             request = await self._locked(conn, principal, request_id)
             if request.state != "draft":
                 raise wrong_state(request, "submit")
@@ -187,11 +187,11 @@ class ChangeRequests:
         *,
         approve: bool,
         comment: str | None,
-    ) -> ChangeRequest:
+    ) -> ChangeRequestRow:
         """Record an approval or a rejection; the request after it."""
         needed = self.deps.settings.change_request_approvals
 
-        async def work(conn: asyncpg.Connection) -> ChangeRequest:
+        async def work(conn: asyncpg.Connection) -> ChangeRequestRow:
             request = await self._locked(conn, principal, request_id)
             if request.state != "pending_approval":
                 raise wrong_state(request, "approve" if approve else "reject")
@@ -260,20 +260,20 @@ class ChangeRequests:
         await self.deps.db.transaction(work)
         return await self.get(principal, request_id)
 
-    def _author_only(self, principal: Principal, request: ChangeRequest, doing: str) -> None:
+    def _author_only(self, principal: Principal, request: ChangeRequestRow, doing: str) -> None:
         if (principal.actor_id, principal.actor_type) != (request.author_id, request.author_type):
             raise ServiceError("INSUFFICIENT_SCOPE", f"only the author may {doing} it")
 
     async def _locked(
         self, conn: asyncpg.Connection, principal: Principal, request_id: UUID
-    ) -> ChangeRequest:
+    ) -> ChangeRequestRow:
         return await self._visible(
             conn, principal, await self.repo.lock_change_request(conn, request_id)
         )
 
     async def _visible(
-        self, conn: asyncpg.Connection, principal: Principal, request: ChangeRequest | None
-    ) -> ChangeRequest:
+        self, conn: asyncpg.Connection, principal: Principal, request: ChangeRequestRow | None
+    ) -> ChangeRequestRow:
         if request is None:
             raise not_found()
         if principal.is_scoped:
@@ -286,5 +286,5 @@ class ChangeRequests:
         return request
 
 
-def is_due(request: ChangeRequest) -> bool:
+def is_due(request: ChangeRequestRow) -> bool:
     return request.apply_at is not None and request.apply_at <= utcnow()

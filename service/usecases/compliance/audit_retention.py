@@ -19,7 +19,7 @@ import asyncpg
 from service.auth.principal import Actor
 from service.base.ids import uuid7
 from service.repositories.audit_chain import PurgeEntry
-from service.repositories.retention import EPOCH_START, NIL_UUID, Batch, Position
+from service.repositories.retention import EPOCH_START, NIL_UUID, Position, RetentionBatchRow
 from service.usecases.common.deps import Deps
 
 
@@ -30,7 +30,7 @@ async def purge_audit_batch(
     cutoff: datetime,
     limit: int,
     after: Position | None,
-) -> Batch:
+) -> RetentionBatchRow:
     position = after or Position(EPOCH_START, NIL_UUID)
     entry = PurgeEntry(
         id=uuid7(),
@@ -43,5 +43,5 @@ async def purge_audit_batch(
         conn, cutoff, limit, position.at, position.id, entry
     )
     if batch is None:
-        return Batch(0, None)
-    return Batch(batch.deleted, Position(batch.last_at, batch.last_id))
+        return RetentionBatchRow(0, None)
+    return RetentionBatchRow(batch.deleted, Position(batch.last_at, batch.last_id))

@@ -20,7 +20,7 @@ from service.base.errors import RetryTransaction, ServiceError
 from service.base.timefmt import iso, utcnow
 from service.caches.key_cache import KeyCache
 from service.repositories.gdpr import PurgedRows
-from service.repositories.retention import Batch, Position
+from service.repositories.retention import Position, RetentionBatchRow
 from service.repositories.tenants import root_of
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord
@@ -42,7 +42,9 @@ CATEGORIES = (
 # Idempotency-Key answers are replayed for 24 hours (service/usecases/common/idempotency.py).
 IDEMPOTENCY_KEY_LIFETIME = timedelta(hours=24)
 
-DeleteBatch = Callable[[asyncpg.Connection, datetime, int, Position | None], Awaitable[Batch]]
+DeleteBatch = Callable[
+    [asyncpg.Connection, datetime, int, Position | None], Awaitable[RetentionBatchRow]
+]
 
 
 @dataclass(slots=True)
@@ -55,10 +57,10 @@ class Progress:
 
 def _bound(
     delete: DeleteBatch, cutoff: datetime, limit: int, after: Position | None
-) -> Callable[[asyncpg.Connection], Awaitable[Batch]]:
+) -> Callable[[asyncpg.Connection], Awaitable[RetentionBatchRow]]:
     """One batch as a transaction body (fixed arguments, fresh connection)."""
 
-    def run(conn: asyncpg.Connection) -> Awaitable[Batch]:
+    def run(conn: asyncpg.Connection) -> Awaitable[RetentionBatchRow]:
         return delete(conn, cutoff, limit, after)
 
     return run
@@ -168,16 +170,18 @@ class Retention:
 
     async def _revision_batch(
         self, conn: asyncpg.Connection, cutoff: datetime, limit: int, _after: Position | None
-    ) -> Batch:
+    ) -> RetentionBatchRow:
         """The oldest expired revisions (always keeping the newest), the horizon moved
         past them; each batch starts again from the oldest left."""
         revisions = self.deps.repos.revisions
-        return Batch(await revisions.delete_expired_revisions(conn, cutoff, limit), None)
+        return RetentionBatchRow(
+            await revisions.delete_expired_revisions(conn, cutoff, limit), None
+        )
 
     def _audit_batch(self, actor: Actor) -> DeleteBatch:
         def run(
             conn: asyncpg.Connection, cutoff: datetime, limit: int, after: Position | None
-        ) -> Awaitable[Batch]:
+        ) -> Awaitable[RetentionBatchRow]:
             return purge_audit_batch(self.deps, conn, actor, cutoff, limit, after)
 
         return run

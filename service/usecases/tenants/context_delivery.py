@@ -49,14 +49,14 @@ class StreamStart:
 
 
 @dataclass(frozen=True, slots=True)
-class Page:
+class ChangePage:
     events: list[StreamEvent]
     after: tuple[int, int]
     caught_up: bool  # the page reached the newest revision read with it
 
 
 @dataclass(frozen=True, slots=True)
-class Batch:
+class BatchAnswer:
     revision: int
     body: str  # {"contexts": [...], "not_found": [...]}
 
@@ -86,7 +86,7 @@ class ContextDelivery:
 
     async def page(
         self, subscription: Subscription, after: tuple[int, int], page_size: int
-    ) -> Page:
+    ) -> ChangePage:
         """The events after `after`, up to page_size rows of the log, up to the newest
         revision committed now."""
         async with self.deps.db.connection() as conn:
@@ -110,8 +110,8 @@ class ContextDelivery:
         }
         events = [e for e in (_event(r, documents) for r in rows) if e is not None]
         if len(rows) == page_size:
-            return Page(events, (rows[-1].revision, rows[-1].idx), False)
-        return Page(events, max(after, (through, LAST_INDEX)), True)
+            return ChangePage(events, (rows[-1].revision, rows[-1].idx), False)
+        return ChangePage(events, max(after, (through, LAST_INDEX)), True)
 
     @asynccontextmanager
     async def hydrate(
@@ -135,7 +135,7 @@ class ContextDelivery:
             async with aclosing(rows):
                 yield revision, rows
 
-    async def batch(self, principal: Principal, tenant_ids: list[UUID]) -> Batch:
+    async def batch(self, principal: Principal, tenant_ids: list[UUID]) -> BatchAnswer:
         """The contexts of the named tenants the caller can see (in the order asked,
         each once), the others listed as not found; one snapshot with its revision."""
         wanted = list(dict.fromkeys(tenant_ids))
@@ -152,7 +152,7 @@ class ContextDelivery:
         }
         contexts = ",".join(found[t] for t in wanted if t in found)
         missing = orjson.dumps([str(t) for t in wanted if t not in found]).decode()
-        return Batch(revision, f'{{"contexts":[{contexts}],"not_found":{missing}}}')
+        return BatchAnswer(revision, f'{{"contexts":[{contexts}],"not_found":{missing}}}')
 
 
 def _event(row: LoggedChange, documents: dict[UUID, str]) -> StreamEvent | None:

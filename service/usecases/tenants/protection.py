@@ -15,7 +15,7 @@ from service.usecases.common.recording import AuditRecord, Event
 from service.usecases.common.tenant_access import visible, visible_active
 
 
-class TenantProtection:
+class TenantProtections:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
         self.tenants = deps.repos.tenants

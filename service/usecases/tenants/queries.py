@@ -28,7 +28,7 @@ DESCENDANT_CHUNK_ROWS = 500
 
 
 @dataclass(frozen=True, slots=True)
-class Page:
+class TenantRowPage:
     items: list[TenantRow]
     next_cursor: UUID | None
     # Direct children per listed tenant, when the caller asked for them.
@@ -44,10 +44,10 @@ def _max_depth(depth: int, query: DescendantsQuery) -> int | None:
     return None if query.max_depth is None else depth + query.max_depth
 
 
-def _page(rows: list[TenantRow], limit: int) -> Page:
+def _page(rows: list[TenantRow], limit: int) -> TenantRowPage:
     if len(rows) > limit:
-        return Page(rows[:limit], rows[limit - 1].id)
-    return Page(rows, None)
+        return TenantRowPage(rows[:limit], rows[limit - 1].id)
+    return TenantRowPage(rows, None)
 
 
 def _status(include_archived: bool) -> str:
@@ -60,10 +60,12 @@ def _matches(tenant: TenantRow, search: str) -> bool:
     return needle in tenant.name.lower() or needle in tenant.slug
 
 
-def _single(principal: Principal, query: ListTenantsQuery, found: TenantRow | None) -> Page:
+def _single(
+    principal: Principal, query: ListTenantsQuery, found: TenantRow | None
+) -> TenantRowPage:
     """A page of at most one known tenant, filtered as the list query would filter it."""
     if found is None:
-        return Page([], None)
+        return TenantRowPage([], None)
     top = found.id == principal.tenant_id if principal.is_scoped else found.parent_id is None
     keep = (
         principal.can_see_path(found.ancestry_path)
@@ -73,7 +75,7 @@ def _single(principal: Principal, query: ListTenantsQuery, found: TenantRow | No
         and (query.cursor is None or found.id > query.cursor)
         and (query.search is None or _matches(found, query.search))
     )
-    return Page([found] if keep else [], None)
+    return TenantRowPage([found] if keep else [], None)
 
 
 class TenantQueries:
@@ -105,7 +107,7 @@ class TenantQueries:
             active(node)
         return cached.rendered
 
-    async def list_page(self, principal: Principal, query: ListTenantsQuery) -> Page:
+    async def list_page(self, principal: Principal, query: ListTenantsQuery) -> TenantRowPage:
         async with self.db.read_connection() as conn:
             page = await self._list_page(conn, principal, query)
             if query.include_child_counts:
@@ -118,7 +120,7 @@ class TenantQueries:
 
     async def _list_page(
         self, conn: asyncpg.Connection, principal: Principal, query: ListTenantsQuery
-    ) -> Page:
+    ) -> TenantRowPage:
         fetch = query.limit + 1
         if query.slug is not None:
             return _single(
@@ -160,7 +162,9 @@ class TenantQueries:
             )
         return _page(rows, query.limit)
 
-    async def children(self, principal: Principal, tenant_id: UUID, query: ChildrenQuery) -> Page:
+    async def children(
+        self, principal: Principal, tenant_id: UUID, query: ChildrenQuery
+    ) -> TenantRowPage:
         """Children as Tenant objects; the answer with child counts needs them."""
         async with self.db.read_connection() as conn:
             visible_active(principal, await self.tenants.get_tenant_node(conn, tenant_id))
@@ -171,7 +175,9 @@ class TenantQueries:
                 status=_status(query.include_archived),
                 limit=None if query.limit is None else query.limit + 1,
             )
-            page = _page(rows, query.limit) if query.limit is not None else Page(rows, None)
+            page = (
+                _page(rows, query.limit) if query.limit is not None else TenantRowPage(rows, None)
+            )
             if query.include_child_counts:
                 counts = await self.tenants.count_children(
                     conn, [t.id for t in page.items], include_archived=query.include_archived
