@@ -58,6 +58,20 @@ MAX_TRANSACTION_ATTEMPTS = 8
 Isolation = Literal["read_committed", "repeatable_read", "serializable"]
 
 
+async def _retrying(attempt: Callable[[], Awaitable[T]]) -> T:
+    """attempt() again after a deadlock, a serialization failure or a stale optimistic
+    read (RetryTransaction), with backoff, at most MAX_TRANSACTION_ATTEMPTS times: the one
+    retry loop of every kind of transaction."""
+    for number in range(1, MAX_TRANSACTION_ATTEMPTS + 1):
+        try:
+            return await attempt()
+        except _RETRYABLE:
+            if number == MAX_TRANSACTION_ATTEMPTS:
+                raise
+            await _backoff(number)
+    raise AssertionError("unreachable")
+
+
 async def _backoff(attempt: int) -> None:
     await asyncio.sleep(random.uniform(0.002, 0.01) * attempt)  # noqa: S311
 
@@ -289,15 +303,12 @@ class Database:
             if held.conn is not None:
                 return await self._savepoint(held.conn, fn)
             return await self._first_held(held, fn, isolation)
-        for attempt in range(1, MAX_TRANSACTION_ATTEMPTS + 1):
-            try:
-                async with self.connection() as conn, conn.transaction(isolation=isolation):
-                    return await fn(conn)
-            except _RETRYABLE:
-                if attempt == MAX_TRANSACTION_ATTEMPTS:
-                    raise
-                await _backoff(attempt)
-        raise AssertionError("unreachable")
+
+        async def once() -> T:
+            async with self.connection() as conn, conn.transaction(isolation=isolation):
+                return await fn(conn)
+
+        return await _retrying(once)
 
     async def _first_held(
         self,
@@ -307,7 +318,8 @@ class Database:
     ) -> T:
         """The request's first transaction: run like any other, but kept open (not
         committed) for the middleware to settle with settle_held()."""
-        for attempt in range(1, MAX_TRANSACTION_ATTEMPTS + 1):
+
+        async def once() -> T:
             conn = await self._acquire()
             transaction = conn.transaction(isolation=isolation)
             try:
@@ -317,28 +329,23 @@ class Database:
             except BaseException as exc:
                 discard_if_broken(conn, exc)
                 await asyncio.shield(self._abandon(conn, transaction))
-                if not isinstance(exc, _RETRYABLE) or attempt == MAX_TRANSACTION_ATTEMPTS:
-                    raise
-                await _backoff(attempt)
-                continue
+                raise
             held.hold(conn, transaction)
             return result
-        raise AssertionError("unreachable")
+
+        return await _retrying(once)
 
     async def _savepoint(
         self, conn: asyncpg.Connection, fn: Callable[[asyncpg.Connection], Awaitable[T]]
     ) -> T:
         """A later transaction of a request that holds one: a savepoint inside it."""
-        for attempt in range(1, MAX_TRANSACTION_ATTEMPTS + 1):
-            try:
-                with discarding_broken(conn):
-                    async with conn.transaction():
-                        return await fn(conn)
-            except _RETRYABLE:
-                if attempt == MAX_TRANSACTION_ATTEMPTS:
-                    raise
-                await _backoff(attempt)
-        raise AssertionError("unreachable")
+
+        async def once() -> T:
+            with discarding_broken(conn):
+                async with conn.transaction():
+                    return await fn(conn)
+
+        return await _retrying(once)
 
     async def settle_held(
         self,
