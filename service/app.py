@@ -12,6 +12,7 @@ from service.auth.authenticator import Authenticator
 from service.base.crypto import Encryptor, KeyRing
 from service.bootstrap import prepare_database
 from service.caches.read_cache import ReadCache
+from service.caches.revision_feed import RevisionFeed
 from service.console.assets import ConsoleAssets
 from service.db.migrations import load_migrations
 from service.db.pool import Database, connect
@@ -24,12 +25,14 @@ from service.handlers import (
     consents,
     console,
     context,
+    context_delivery,
     encryption_keys,
     gdpr,
     health,
     impact,
     maintenance,
     observability,
+    ofrep,
     regions,
     roles,
     session,
@@ -39,6 +42,7 @@ from service.handlers import (
 from service.http import appkeys as keys
 from service.http.consistency import consistency
 from service.http.data_layers import data_layers
+from service.http.event_streams import StreamSlots
 from service.http.freshness import forget_reads_after_writes
 from service.http.heavy_reads import HeavyReads
 from service.http.idempotency import idempotency
@@ -69,6 +73,7 @@ def apis() -> list[Api]:
         config.api,
         impact.api,
         context.api,
+        context_delivery.api,
         encryption_keys.api,
         api_keys.api,
         roles.api,
@@ -78,6 +83,7 @@ def apis() -> list[Api]:
         gdpr.api,
         regions.api,
         maintenance.api,
+        ofrep.api,
         console.api,
         session.api,
     ]
@@ -135,6 +141,10 @@ def create_app(
     app[keys.METRICS] = metrics
     metrics.watch_replicas(lambda: database.replicas.replicas)
     app[keys.OPENAPI] = DocumentCache()
+    app[keys.REVISION_FEED] = RevisionFeed(repos.revisions.current_revision, repos.health.ping)
+    app[keys.CONTEXT_STREAMS] = StreamSlots(
+        settings.context_streams_per_process, settings.context_streams_per_caller
+    )
     app[keys.STOPPING] = asyncio.Event()
     app.on_shutdown.append(_stopping)
     endpoints = app[keys.ENDPOINTS] = register(app, apis())
@@ -149,6 +159,7 @@ def create_app(
     )
     app.cleanup_ctx.append(_database_lifecycle)
     app.cleanup_ctx.append(_auth_lifecycle)
+    app.cleanup_ctx.append(_revision_feed_lifecycle)
     # After the database: the delivery worker stops (releasing its claims) before it closes.
     app.cleanup_ctx.append(webhook_runtime.cleanup_ctx)
     return app
@@ -160,6 +171,7 @@ async def _stopping(app: web.Application) -> None:
     attempts under way go on) and stops in its cleanup context, before the pool closes.
     STOPPING is there for any other background work to watch."""
     app[keys.STOPPING].set()
+    app[keys.REVISION_FEED].heard(0)  # wakes every stream of context changes: they end
     app[WEBHOOK_RUNTIME].stop_claiming()
 
 
@@ -181,6 +193,19 @@ async def _database_lifecycle(app: web.Application) -> AsyncIterator[None]:
         await app[keys.READ_CACHE].stop()
         await app[keys.DATABASE].close()
         log.info("database closed")
+
+
+async def _revision_feed_lifecycle(app: web.Application) -> AsyncIterator[None]:
+    """The LISTEN that wakes streams of context changes: a session of its own
+    (DATABASE_LISTEN_URL bypasses PgBouncer)."""
+    settings = app[keys.SETTINGS]
+    assert settings.direct_database_url is not None
+    feed = app[keys.REVISION_FEED]
+    await feed.start(settings.direct_database_url)
+    try:
+        yield
+    finally:
+        await feed.stop()
 
 
 async def _auth_lifecycle(app: web.Application) -> AsyncIterator[None]:

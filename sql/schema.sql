@@ -368,6 +368,168 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.commit_context_revision() RETURNS trigger
+    LANGUAGE plpgsql
+    SET enable_nestloop TO 'off'
+    AS $$
+DECLARE
+    me       xid8 := pg_current_xact_id();
+    rev      bigint;
+    audits   uuid[];
+    counted  integer;
+BEGIN
+    DELETE FROM context_change_marks WHERE xid = me;
+    IF NOT EXISTS (SELECT 1 FROM context_change_pending
+                   WHERE xid = me AND tenant_id IS NOT NULL) THEN
+        DELETE FROM context_change_pending WHERE xid = me;  -- audit entries only
+        RETURN NULL;
+    END IF;
+    PERFORM pg_advisory_xact_lock(7310452118900025);
+    rev := nextval('context_revision_seq');
+    SELECT coalesce(array_agg(audit_id ORDER BY audit_id), '{}') INTO audits
+    FROM context_change_pending
+    WHERE xid = me AND what = 'a';
+    INSERT INTO context_revisions (revision, audit_ids, tenant_count)
+    VALUES (rev, audits, 0);
+    WITH
+    noted AS (
+        SELECT p.tenant_id, p.seq, p.what, p.path, p.active
+        FROM context_change_pending p
+        WHERE p.xid = me AND p.tenant_id IS NOT NULL
+        UNION ALL
+        SELECT t.id, 9223372036854775807, 'c', t.ancestry_path, t.status = 'active'
+        FROM (SELECT DISTINCT p.tenant_id
+              FROM context_change_pending p
+              WHERE p.xid = me AND p.what = 's') AS s
+        JOIN tenant_closure c ON c.ancestor_id = s.tenant_id AND c.depth > 0
+        JOIN tenants t ON t.id = c.descendant_id
+    ),
+    notes AS (
+        SELECT p.tenant_id,
+               (array_agg(p.what ORDER BY p.seq))[1] AS first_what,
+               (array_agg(p.path ORDER BY p.seq))[1] AS first_path,
+               (array_agg(p.active ORDER BY p.seq))[1] AS first_active,
+               bool_or(p.what IN ('c', 'n', 's')) AS context
+        FROM noted p
+        GROUP BY p.tenant_id
+    ),
+    classified AS (
+        SELECT n.tenant_id, t.id IS NOT NULL AS exists_now,
+               CASE WHEN t.status = 'active' THEN t.ancestry_path END AS path,
+               CASE
+                   WHEN n.first_what = 'n' AND t.id IS NULL THEN NULL  -- came and went
+                   WHEN t.id IS NULL THEN 'purged'
+                   WHEN t.status <> 'active' AND coalesce(n.first_active, true)
+                       THEN 'archived'
+                   WHEN t.status <> 'active' THEN 'document'
+                   WHEN n.first_what <> 'n' AND n.first_active
+                        AND n.first_path <> t.ancestry_path THEN 'moved'
+                   WHEN n.context THEN 'context'
+                   ELSE 'document'
+               END AS change,
+               CASE WHEN n.first_what <> 'n' THEN n.first_path END AS before_path,
+               t.ancestry_path AS now_path
+        FROM notes n
+        LEFT JOIN tenants t ON t.id = n.tenant_id
+    )
+    INSERT INTO context_revision_tenants (revision, idx, tenant_id, change, path, left_path)
+    SELECT rev,
+           (row_number() OVER (ORDER BY coalesce(c.now_path, c.before_path), c.tenant_id))::integer - 1,
+           c.tenant_id, c.change, c.path,
+           CASE WHEN c.change IN ('moved', 'archived', 'purged') THEN c.before_path END
+    FROM classified c
+    WHERE c.change IS NOT NULL;
+    GET DIAGNOSTICS counted = ROW_COUNT;
+    UPDATE context_revisions SET tenant_count = counted WHERE revision = rev;
+    DELETE FROM context_change_pending WHERE xid = me;
+    PERFORM pg_notify('tenant_service_revisions', rev::text);
+    RETURN NULL;
+END;
+$$;
+
+CREATE TABLE public.tenants (
+    id uuid NOT NULL,
+    parent_id uuid,
+    name text NOT NULL,
+    slug text NOT NULL,
+    ancestry_path text NOT NULL COLLATE pg_catalog."C",
+    depth integer NOT NULL,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    isolation_strategy text NOT NULL,
+    region text NOT NULL,
+    status text DEFAULT 'active'::text NOT NULL,
+    deleted_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    document_head text NOT NULL,
+    document_tail text NOT NULL,
+    CONSTRAINT tenants_archived_has_deleted_at CHECK (((status = 'archived'::text) = (deleted_at IS NOT NULL))),
+    CONSTRAINT tenants_isolation_strategy_check CHECK ((isolation_strategy = ANY (ARRAY['SHARED_RLS'::text, 'SCHEMA_PER_TENANT'::text, 'DB_PER_TENANT'::text]))),
+    CONSTRAINT tenants_metadata_object CHECK ((jsonb_typeof(metadata) = 'object'::text)),
+    CONSTRAINT tenants_name_length CHECK (((char_length(name) >= 1) AND (char_length(name) <= 255))),
+    CONSTRAINT tenants_not_own_parent CHECK ((parent_id <> id)),
+    CONSTRAINT tenants_root_depth CHECK (((parent_id IS NULL) = (depth = 0))),
+    CONSTRAINT tenants_slug_format CHECK ((slug ~ '^[a-z][a-z0-9_]{0,62}$'::text)),
+    CONSTRAINT tenants_status_check CHECK ((status = ANY (ARRAY['active'::text, 'archived'::text])))
+);
+
+CREATE FUNCTION public.context_document(target public.tenants) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    WITH
+    chain AS (
+        SELECT c.ancestor_id AS tenant_id, c.depth AS distance
+        FROM tenant_closure c
+        WHERE c.descendant_id = target.id
+    ),
+    config_winners AS (
+        SELECT DISTINCT ON (ce.key)
+               ce.key, ce.value, ce.sensitive, ce.locked, ce.tenant_id AS source_tenant_id
+        FROM chain ch
+        JOIN config_entries ce ON ce.tenant_id = ch.tenant_id
+        ORDER BY ce.key,
+                 ce.locked DESC,
+                 CASE WHEN ce.locked THEN -ch.distance ELSE ch.distance END
+    ),
+    permission_winners AS (
+        SELECT DISTINCT ON (pp.key)
+               pp.key, pp.value, pp.mode, pp.tenant_id AS source_tenant_id
+        FROM chain ch
+        JOIN permission_policies pp ON pp.tenant_id = ch.tenant_id
+        WHERE ch.distance = 0 OR pp.mode <> 'LOCAL'
+        ORDER BY pp.key,
+                 (pp.mode = 'LOCKED') DESC,
+                 CASE WHEN pp.mode = 'LOCKED' THEN -ch.distance ELSE ch.distance END
+    )
+    SELECT json_build_object(
+               'tenant_id', target.id,
+               'ancestry_path', target.ancestry_path,
+               'depth', target.depth,
+               'isolation_strategy', target.isolation_strategy,
+               'resolved_config', coalesce(
+                   (SELECT json_object_agg(w.key, json_build_object(
+                               'key', w.key,
+                               'value', CASE WHEN w.sensitive THEN '"***"'::jsonb ELSE w.value END,
+                               'source_tenant_id', w.source_tenant_id,
+                               'inherited', w.source_tenant_id <> target.id,
+                               'locked', w.locked) ORDER BY w.key)
+                    FROM config_winners w),
+                   '{}'::json),
+               'resolved_permissions', coalesce(
+                   (SELECT json_object_agg(p.key, json_build_object(
+                               'key', p.key,
+                               'value', p.value,
+                               'mode', p.mode,
+                               'source_tenant_id', p.source_tenant_id,
+                               'locked', p.mode = 'LOCKED',
+                               'delegated', p.source_tenant_id <> target.id
+                                            AND p.mode <> 'LOCKED')
+                           ORDER BY p.key)
+                    FROM permission_winners p),
+                   '{}'::json)
+           )::text
+$$;
+
 CREATE FUNCTION public.count_config_holders() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -407,6 +569,104 @@ BEGIN
     FROM new_rows n
     WHERE h.tenant_id = n.id
       AND h.ancestry_path <> n.ancestry_path;
+    RETURN NULL;
+END;
+$$;
+
+CREATE FUNCTION public.note_audit_entries() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    INSERT INTO context_change_pending (xid, what, audit_id)
+    SELECT pg_current_xact_id(), 'a', n.id FROM new_rows n;
+    IF FOUND THEN
+        PERFORM note_context_change_mark();
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+CREATE FUNCTION public.note_context_change_mark() RETURNS void
+    LANGUAGE sql
+    AS $$
+    INSERT INTO context_change_marks (xid) VALUES (pg_current_xact_id())
+    ON CONFLICT (xid) DO NOTHING
+$$;
+
+CREATE FUNCTION public.note_entry_changes() RETURNS trigger
+    LANGUAGE plpgsql
+    SET enable_nestloop TO 'off'
+    AS $$
+DECLARE
+    touched uuid[];
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        SELECT array_agg(DISTINCT n.tenant_id) INTO touched FROM new_rows n;
+    ELSIF TG_OP = 'DELETE' THEN
+        SELECT array_agg(DISTINCT o.tenant_id) INTO touched FROM old_rows o;
+    ELSIF TG_TABLE_NAME = 'config_entries' THEN
+        SELECT array_agg(DISTINCT u.tenant_id) INTO touched
+        FROM (SELECT n.tenant_id
+              FROM new_rows n
+              JOIN old_rows o ON o.tenant_id = n.tenant_id AND o.key = n.key
+              WHERE (n.value, n.locked, n.sensitive, n.reveal_to_descendants, n.updated_at)
+                    IS DISTINCT FROM
+                    (o.value, o.locked, o.sensitive, o.reveal_to_descendants, o.updated_at)
+              UNION ALL
+              SELECT n.tenant_id FROM new_rows n
+              WHERE NOT EXISTS (SELECT 1 FROM old_rows o
+                                WHERE o.tenant_id = n.tenant_id AND o.key = n.key)
+              UNION ALL
+              SELECT o.tenant_id FROM old_rows o
+              WHERE NOT EXISTS (SELECT 1 FROM new_rows n
+                                WHERE o.tenant_id = n.tenant_id AND o.key = n.key)) AS u;
+    ELSE
+        SELECT array_agg(DISTINCT u.tenant_id) INTO touched
+        FROM (SELECT tenant_id FROM new_rows UNION ALL SELECT tenant_id FROM old_rows) AS u;
+    END IF;
+    IF touched IS NULL THEN
+        RETURN NULL;
+    END IF;
+    INSERT INTO context_change_pending (xid, what, tenant_id, path, active)
+    SELECT pg_current_xact_id(), 's', t.id, t.ancestry_path, t.status = 'active'
+    FROM unnest(touched) AS x(tenant_id)
+    JOIN tenants t ON t.id = x.tenant_id;
+    IF FOUND THEN
+        PERFORM note_context_change_mark();
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+CREATE FUNCTION public.note_tenant_changes() RETURNS trigger
+    LANGUAGE plpgsql
+    SET enable_nestloop TO 'off'
+    AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO context_change_pending (xid, what, tenant_id, path, active)
+        SELECT pg_current_xact_id(), 'n', n.id, NULL, NULL
+        FROM new_rows n;
+    ELSIF TG_OP = 'DELETE' THEN
+        INSERT INTO context_change_pending (xid, what, tenant_id, path, active)
+        SELECT pg_current_xact_id(), 'c', o.id, o.ancestry_path, o.status = 'active'
+        FROM old_rows o;
+    ELSE
+        INSERT INTO context_change_pending (xid, what, tenant_id, path, active)
+        SELECT pg_current_xact_id(),
+               CASE WHEN (n.ancestry_path, n.depth, n.parent_id, n.isolation_strategy,
+                          n.status)
+                         IS DISTINCT FROM
+                         (o.ancestry_path, o.depth, o.parent_id, o.isolation_strategy,
+                          o.status)
+                    THEN 'c' ELSE 'd' END,
+               o.id, o.ancestry_path, o.status = 'active'
+        FROM old_rows o
+        JOIN new_rows n ON n.id = o.id;
+    END IF;
+    IF FOUND THEN
+        PERFORM note_context_change_mark();
+    END IF;
     RETURN NULL;
 END;
 $$;
@@ -584,6 +844,59 @@ CREATE VIEW public.consent_records AS
         END AS status
    FROM public.consents c;
 
+CREATE UNLOGGED TABLE public.context_change_marks (
+    xid xid8 NOT NULL
+);
+
+CREATE UNLOGGED TABLE public.context_change_pending (
+    xid xid8 NOT NULL,
+    seq bigint NOT NULL,
+    what "char" NOT NULL,
+    tenant_id uuid,
+    path text COLLATE pg_catalog."C",
+    active boolean,
+    audit_id uuid
+);
+
+ALTER TABLE public.context_change_pending ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.context_change_pending_seq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE public.context_revision_horizon (
+    only_row boolean DEFAULT true NOT NULL,
+    purged_through bigint NOT NULL,
+    CONSTRAINT context_revision_horizon_one CHECK (only_row)
+);
+
+CREATE SEQUENCE public.context_revision_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+CREATE TABLE public.context_revision_tenants (
+    revision bigint NOT NULL,
+    idx integer NOT NULL,
+    tenant_id uuid NOT NULL,
+    change text NOT NULL,
+    path text COLLATE pg_catalog."C",
+    left_path text COLLATE pg_catalog."C",
+    CONSTRAINT context_revision_tenants_change_check CHECK ((change = ANY (ARRAY['context'::text, 'document'::text, 'moved'::text, 'archived'::text, 'purged'::text])))
+);
+
+CREATE TABLE public.context_revisions (
+    revision bigint NOT NULL,
+    committed_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    audit_ids uuid[] DEFAULT '{}'::uuid[] NOT NULL,
+    tenant_count integer NOT NULL
+);
+
 CREATE TABLE public.events (
     id uuid NOT NULL,
     type text NOT NULL,
@@ -646,32 +959,6 @@ CREATE TABLE public.tenant_config_holders (
     ancestry_path text NOT NULL COLLATE pg_catalog."C",
     entries integer NOT NULL,
     CONSTRAINT tenant_config_holders_entries_check CHECK ((entries >= 0))
-);
-
-CREATE TABLE public.tenants (
-    id uuid NOT NULL,
-    parent_id uuid,
-    name text NOT NULL,
-    slug text NOT NULL,
-    ancestry_path text NOT NULL COLLATE pg_catalog."C",
-    depth integer NOT NULL,
-    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
-    isolation_strategy text NOT NULL,
-    region text NOT NULL,
-    status text DEFAULT 'active'::text NOT NULL,
-    deleted_at timestamp with time zone,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    document_head text NOT NULL,
-    document_tail text NOT NULL,
-    CONSTRAINT tenants_archived_has_deleted_at CHECK (((status = 'archived'::text) = (deleted_at IS NOT NULL))),
-    CONSTRAINT tenants_isolation_strategy_check CHECK ((isolation_strategy = ANY (ARRAY['SHARED_RLS'::text, 'SCHEMA_PER_TENANT'::text, 'DB_PER_TENANT'::text]))),
-    CONSTRAINT tenants_metadata_object CHECK ((jsonb_typeof(metadata) = 'object'::text)),
-    CONSTRAINT tenants_name_length CHECK (((char_length(name) >= 1) AND (char_length(name) <= 255))),
-    CONSTRAINT tenants_not_own_parent CHECK ((parent_id <> id)),
-    CONSTRAINT tenants_root_depth CHECK (((parent_id IS NULL) = (depth = 0))),
-    CONSTRAINT tenants_slug_format CHECK ((slug ~ '^[a-z][a-z0-9_]{0,62}$'::text)),
-    CONSTRAINT tenants_status_check CHECK ((status = ANY (ARRAY['active'::text, 'archived'::text])))
 );
 
 CREATE VIEW public.tenant_details AS
@@ -809,6 +1096,18 @@ ALTER TABLE ONLY public.config_entries
 ALTER TABLE ONLY public.consents
     ADD CONSTRAINT consents_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY public.context_change_marks
+    ADD CONSTRAINT context_change_marks_pkey PRIMARY KEY (xid);
+
+ALTER TABLE ONLY public.context_revision_horizon
+    ADD CONSTRAINT context_revision_horizon_pkey PRIMARY KEY (only_row);
+
+ALTER TABLE ONLY public.context_revision_tenants
+    ADD CONSTRAINT context_revision_tenants_pkey PRIMARY KEY (revision, idx);
+
+ALTER TABLE ONLY public.context_revisions
+    ADD CONSTRAINT context_revisions_pkey PRIMARY KEY (revision);
+
 ALTER TABLE ONLY public.events
     ADD CONSTRAINT events_pkey PRIMARY KEY (id);
 
@@ -874,6 +1173,10 @@ CREATE INDEX consents_tenant_idx ON public.consents USING btree (tenant_id, id);
 
 CREATE INDEX consents_tenant_purpose_idx ON public.consents USING btree (tenant_id, purpose, id);
 
+CREATE INDEX context_change_pending_xid_idx ON public.context_change_pending USING btree (xid, tenant_id, seq);
+
+CREATE INDEX context_revisions_committed_at_idx ON public.context_revisions USING btree (committed_at);
+
 CREATE INDEX events_created_at_idx ON public.events USING btree (created_at);
 
 CREATE INDEX events_tenant_idx ON public.events USING btree (tenant_id);
@@ -924,6 +1227,8 @@ CREATE TRIGGER audit_logs_append_only BEFORE DELETE OR UPDATE ON public.audit_lo
 
 CREATE CONSTRAINT TRIGGER audit_logs_chain AFTER INSERT ON public.audit_logs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.audit_logs_chain();
 
+CREATE TRIGGER audit_logs_insert_revision AFTER INSERT ON public.audit_logs REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.note_audit_entries();
+
 CREATE TRIGGER audit_logs_no_truncate BEFORE TRUNCATE ON public.audit_logs FOR EACH STATEMENT EXECUTE FUNCTION public.audit_logs_refuse_truncate();
 
 CREATE TRIGGER audit_purge_checkpoints_append_only BEFORE DELETE OR UPDATE ON public.audit_purge_checkpoints FOR EACH STATEMENT EXECUTE FUNCTION public.audit_owner_tables_guard();
@@ -936,9 +1241,13 @@ CREATE TRIGGER config_entries_delete_announce AFTER DELETE ON public.config_entr
 
 CREATE TRIGGER config_entries_delete_holders AFTER DELETE ON public.config_entries REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.count_config_holders();
 
+CREATE TRIGGER config_entries_delete_revision AFTER DELETE ON public.config_entries REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.note_entry_changes();
+
 CREATE TRIGGER config_entries_insert_announce AFTER INSERT ON public.config_entries REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.announce_entry_changes();
 
 CREATE TRIGGER config_entries_insert_holders AFTER INSERT ON public.config_entries REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.count_config_holders();
+
+CREATE TRIGGER config_entries_insert_revision AFTER INSERT ON public.config_entries REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.note_entry_changes();
 
 CREATE TRIGGER config_entries_tenant_change_refused BEFORE UPDATE OF tenant_id ON public.config_entries FOR EACH ROW WHEN ((old.tenant_id IS DISTINCT FROM new.tenant_id)) EXECUTE FUNCTION public.refuse_config_entry_tenant_change();
 
@@ -948,13 +1257,23 @@ CREATE TRIGGER config_entries_truncate_holders AFTER TRUNCATE ON public.config_e
 
 CREATE TRIGGER config_entries_update_announce AFTER UPDATE ON public.config_entries REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.announce_entry_changes();
 
+CREATE TRIGGER config_entries_update_revision AFTER UPDATE ON public.config_entries REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.note_entry_changes();
+
+CREATE CONSTRAINT TRIGGER context_change_marks_commit AFTER INSERT ON public.context_change_marks DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.commit_context_revision();
+
 CREATE TRIGGER permission_policies_delete_announce AFTER DELETE ON public.permission_policies REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.announce_entry_changes();
 
+CREATE TRIGGER permission_policies_delete_revision AFTER DELETE ON public.permission_policies REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.note_entry_changes();
+
 CREATE TRIGGER permission_policies_insert_announce AFTER INSERT ON public.permission_policies REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.announce_entry_changes();
+
+CREATE TRIGGER permission_policies_insert_revision AFTER INSERT ON public.permission_policies REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.note_entry_changes();
 
 CREATE TRIGGER permission_policies_truncate_announce AFTER TRUNCATE ON public.permission_policies FOR EACH STATEMENT EXECUTE FUNCTION public.announce_entry_changes();
 
 CREATE TRIGGER permission_policies_update_announce AFTER UPDATE ON public.permission_policies REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.announce_entry_changes();
+
+CREATE TRIGGER permission_policies_update_revision AFTER UPDATE ON public.permission_policies REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.note_entry_changes();
 
 CREATE TRIGGER roles_auth_change AFTER UPDATE ON public.roles FOR EACH ROW WHEN ((old.scopes IS DISTINCT FROM new.scopes)) EXECUTE FUNCTION public.notify_role_change();
 
@@ -964,6 +1283,10 @@ CREATE TRIGGER tenants_audit_note_deleted AFTER DELETE ON public.tenants REFEREN
 
 CREATE TRIGGER tenants_delete_announce AFTER DELETE ON public.tenants REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.announce_tenant_changes();
 
+CREATE TRIGGER tenants_delete_revision AFTER DELETE ON public.tenants REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.note_tenant_changes();
+
+CREATE TRIGGER tenants_insert_revision AFTER INSERT ON public.tenants REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.note_tenant_changes();
+
 CREATE TRIGGER tenants_render_document BEFORE INSERT OR UPDATE ON public.tenants FOR EACH ROW EXECUTE FUNCTION public.render_tenant_document();
 
 CREATE TRIGGER tenants_truncate_announce AFTER TRUNCATE ON public.tenants FOR EACH STATEMENT EXECUTE FUNCTION public.announce_tenant_changes();
@@ -971,6 +1294,8 @@ CREATE TRIGGER tenants_truncate_announce AFTER TRUNCATE ON public.tenants FOR EA
 CREATE TRIGGER tenants_update_announce AFTER UPDATE ON public.tenants REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.announce_tenant_changes();
 
 CREATE TRIGGER tenants_update_holders AFTER UPDATE ON public.tenants REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.move_config_holders();
+
+CREATE TRIGGER tenants_update_revision AFTER UPDATE ON public.tenants REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.note_tenant_changes();
 
 ALTER TABLE ONLY public.api_keys
     ADD CONSTRAINT api_keys_role_fk FOREIGN KEY (role_id) REFERENCES public.roles(id) ON DELETE SET NULL;
@@ -986,6 +1311,9 @@ ALTER TABLE ONLY public.config_entries
 
 ALTER TABLE ONLY public.consents
     ADD CONSTRAINT consents_tenant_fk FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.context_revision_tenants
+    ADD CONSTRAINT context_revision_tenants_revision_fk FOREIGN KEY (revision) REFERENCES public.context_revisions(revision) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.permission_policies
     ADD CONSTRAINT permission_policies_tenant_fk FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;

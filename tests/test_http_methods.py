@@ -62,8 +62,8 @@ async def test_head_answers_every_get_route_as_get_without_a_body(
     headers = {**admin, "Accept-Encoding": "identity"}  # lengths of the bodies as they are
     checked = 0
     for path, methods in paths(client).items():
-        if "GET" not in methods:
-            continue
+        if "GET" not in methods or path.endswith("/context-changes"):
+            continue  # an endless stream: tests/test_context_stream.py checks its HEAD
         url = concrete(path, tenant["id"])
         got = await client.get(url, headers=headers)
         got_body = await got.read()

@@ -202,6 +202,32 @@ class Authenticator:
             return await self._refuse(f"anon:{where}", err)
         return await self._charge(principal)
 
+    async def still_admits(self, api_key: str | None, authorization: str | None) -> bool:
+        """Whether these credentials would still be let in (a key not revoked or
+        expired, a token still valid), without charging the caller's rate limit: asked
+        again and again by long-lived streams."""
+        try:
+            if api_key is not None:
+                digest = self._digest_of(api_key.strip())
+                if digest is None:
+                    return False
+                creds = self.cache.get(digest)
+                if creds is None:
+                    creds = await self._look_up(digest, "stream")
+                if creds is None:
+                    return False
+                caller = self._callers.get(digest)
+                if caller is None or caller.creds is not creds:
+                    caller = self._caller_for(digest, creds)
+                return time.time() < caller.usable_until
+            if authorization is not None:
+                await self._from_bearer(authorization)
+                return True
+        except ServiceError as err:
+            # The identity provider or the database is down: not the caller's fault.
+            return err.code == "SERVICE_UNAVAILABLE"
+        return False
+
     async def _refuse(self, bucket: str, error: ServiceError) -> Admission:
         decision = await self.limiter.hit(bucket, self.limiter.default)
         return Admission(None, error if decision.allowed else rate_limited(decision), decision)

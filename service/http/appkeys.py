@@ -10,9 +10,11 @@ from aiohttp import web
 from service.auth.authenticator import Authenticator
 from service.base.crypto import KeyRing
 from service.caches.read_cache import ReadCache
+from service.caches.revision_feed import RevisionFeed
 from service.console.assets import ConsoleAssets
 from service.db.pool import Database
 from service.db.queries import Queries
+from service.http.event_streams import StreamSlots
 from service.http.heavy_reads import HeavyReads
 from service.http.openapi import DocumentCache
 from service.http.routing import Endpoint
@@ -35,6 +37,9 @@ USE_CASES = web.AppKey("use_cases", UseCases)
 AUTHENTICATOR = web.AppKey("authenticator", Authenticator)
 READ_CACHE = web.AppKey("read_cache", ReadCache)
 HEAVY_READS = web.AppKey("heavy_reads", HeavyReads)
+# The newest revision this process heard, and the bound on streams of context changes.
+REVISION_FEED = web.AppKey("revision_feed", RevisionFeed)
+CONTEXT_STREAMS = web.AppKey("context_streams", StreamSlots)
 RATE_LIMITER = web.AppKey("rate_limiter", RateLimiter)
 METRICS = web.AppKey("metrics", Metrics)
 OPENAPI = web.AppKey("openapi", DocumentCache)

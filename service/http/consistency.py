@@ -16,17 +16,23 @@ from service.db.consistency import (
     requiring,
     token_key,
 )
-from service.http.appkeys import DATABASE, SETTINGS
-from service.http.freshness import WRITE_POSITION
-from service.http.routing import Handler
+from service.http.appkeys import DATABASE, ENDPOINTS, REPOSITORIES, SETTINGS
+from service.http.freshness import WRITE_POSITION, WRITE_REVISION
+from service.http.routing import Handler, endpoint_for
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# The newest revision when a write's answer was made: at or past the write's own, so a
+# stream of context changes that reached it shows the write (docs/context-delivery.md).
+REVISION_HEADER = "X-Revision"
 
 
 @web.middleware
 async def consistency(request: web.Request, handler: Handler) -> web.StreamResponse:
     sent = request.headers.get(HEADER)
-    if sent is None and request.method in SAFE_METHODS:
+    endpoint = endpoint_for(request, request.app[ENDPOINTS])
+    # A POST that only reads (batch reads, flag evaluations) is a read here.
+    reading = request.method in SAFE_METHODS or (endpoint is not None and endpoint.read_scope)
+    if sent is None and reading:
         return await handler(request)  # what `requiring` resets to after every request
     required = None
     key = token_key(request.app[SETTINGS].api_key_hmac_secret)
@@ -38,12 +44,31 @@ async def consistency(request: web.Request, handler: Handler) -> web.StreamRespo
             raise ServiceError(
                 "VALIDATION_ERROR", message, details=[FieldError(HEADER, "invalid token")]
             ) from exc
-    with requiring(required, writing=request.method not in SAFE_METHODS):
+    with requiring(required, writing=not reading):
         response = await handler(request)
-    if request.method not in SAFE_METHODS and response.status < 400:
+    if not reading and response.status < 400:
         position = request.get(WRITE_POSITION)  # read with the read-your-writes marker
         if position is None:
             position = await request.app[DATABASE].write_position()
         if position is not None:
             response.headers[HEADER] = encode_token(position, key)
+        revision = request.get(WRITE_REVISION)
+        if revision is None:
+            revision = await _newest_revision(request.app)
+        if (
+            revision is not None
+            and not response.prepared
+            and REVISION_HEADER not in response.headers
+        ):
+            response.headers[REVISION_HEADER] = str(revision)
     return response
+
+
+async def _newest_revision(app: web.Application) -> int | None:
+    """The newest revision now (after a commit: at or past its own), or None when the
+    database does not answer (the write happened; only its revision is missing)."""
+    revisions = app[REPOSITORIES].revisions
+    try:
+        return await app[DATABASE].run(revisions.current_revision)
+    except Exception:
+        return None

@@ -28,6 +28,8 @@ MARKER_TIMEOUT_SECONDS = 2.0
 # The primary's WAL position the marker's statement read: the write's consistency token
 # (service/http/consistency.py) without a round trip of its own.
 WRITE_POSITION = web.RequestKey("write_position", int)
+# The newest revision the same statement read: the write's X-Revision.
+WRITE_REVISION = web.RequestKey("write_revision", int)
 
 
 @web.middleware
@@ -43,22 +45,22 @@ async def forget_reads_after_writes(request: web.Request, handler: Handler) -> w
         # Only an authenticated caller can have changed anything: a flood of refused
         # writes must not cost a round trip each.
         if exchange_of(request).principal is not None:
-            position = await hear_own_changes(request.app)
-            if position is not None:
-                request[WRITE_POSITION] = position
+            heard = await hear_own_changes(request.app)
+            if heard is not None:
+                request[WRITE_POSITION], request[WRITE_REVISION] = heard
 
 
-async def hear_own_changes(app: web.Application) -> int | None:
+async def hear_own_changes(app: web.Application) -> tuple[int, int] | None:
     """Wait until this process has heard every change committed so far. The primary's
-    WAL position when the marker was sent (past all those commits), or None when no
-    marker was sent or its answer is unknown."""
+    WAL position and the newest revision when the marker was sent (past all those
+    commits), or None when no marker was sent or its answer is unknown."""
     cache = app[READ_CACHE]
     if not cache.enabled:
         return None  # nothing is cached, nothing to drop
     token = uuid.uuid4().hex
     heard = cache.expect(token)
     repository = app[REPOSITORIES].read_cache
-    position: int | None = None
+    position: tuple[int, int] | None = None
     try:
         async with asyncio.timeout(MARKER_TIMEOUT_SECONDS):
             position = await app[DATABASE].run(lambda conn: repository.announce_marker(conn, token))

@@ -225,7 +225,8 @@ def authenticate(
             raise admission.error
         assert admission.principal is not None
         exchange.principal = admission.principal
-        authorize(admission.principal, request.method, endpoint.admin)
+        method = "GET" if endpoint.read_scope else request.method
+        authorize(admission.principal, method, endpoint.admin)
         return await handler(request)
 
     return authenticated

@@ -178,7 +178,8 @@ def _takes_consistency_token(endpoint: Endpoint) -> bool:
 
 
 def _gives_consistency_token(endpoint: Endpoint) -> bool:
-    return endpoint.method not in ("GET", "HEAD", "OPTIONS") and not endpoint.public
+    reads = endpoint.method in ("GET", "HEAD", "OPTIONS") or endpoint.read_scope
+    return not reads and not endpoint.public
 
 
 def _takes_idempotency_key(endpoint: Endpoint) -> bool:
@@ -192,7 +193,7 @@ def _headers(endpoint: Endpoint, status: int) -> dict[str, Any]:
     if status < 300 and _takes_idempotency_key(endpoint):
         names.append("Idempotent-Replayed")
     if status < 300 and _gives_consistency_token(endpoint):
-        names.append("X-Consistency-Token")
+        names += ["X-Consistency-Token", "X-Revision"]
     names += endpoint.extra.get("headers", {}).get(status, ())
     return {name: header_ref(name) for name in names}
 
@@ -219,6 +220,8 @@ class _Operation:
         }
         if endpoint.admin:
             operation["description"] = "Admin scope required (GET also needs read)."
+        elif endpoint.read_scope:
+            operation["description"] = "Only reads: the read scope suffices."
         parameters = _path_parameters(endpoint)
         if self.query is not None:
             parameters += _query_parameters(rendered[self.query], components)

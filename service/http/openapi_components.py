@@ -97,6 +97,15 @@ PARAMETERS["X-Consistency-Token"] = {
     "schema": {"type": "string", "pattern": "^A[g-v][A-Za-z0-9_-]{32}$"},
     "example": "AgAAAAABazdIH-j4E2no9uj-EdWlhZ4N5w",
 }
+PARAMETERS["Last-Event-ID"] = {
+    "name": "Last-Event-ID",
+    "in": "header",
+    "required": False,
+    "description": "The id of the last event received (`<revision>:<index>`, or a bare "
+    "revision): the stream goes on after it. Wins over `since`.",
+    "schema": {"type": "string", "pattern": "^[0-9]{1,18}(:[0-9]{1,9})?$"},
+    "example": "42:0",
+}
 # Response headers, described once under components.headers and referenced.
 HEADERS: dict[str, dict[str, Any]] = {
     "X-Request-ID": {
@@ -129,6 +138,12 @@ HEADERS: dict[str, dict[str, Any]] = {
         "description": "Where this write landed in the database's log, opaque: send it back "
         "as X-Consistency-Token on later reads to be sure to read this write",
         "schema": {"type": "string"},
+    },
+    "X-Revision": {
+        "description": "The newest revision of tenant data when the answer was made (on a "
+        "write: at or past the write's own): a stream of context changes that reached it "
+        "shows everything committed before (docs/context-delivery.md)",
+        "schema": {"type": "integer", "minimum": 0},
     },
     "Link": {
         "description": 'The next page (RFC 8288, rel="next"); absent on the last page',

@@ -45,6 +45,9 @@ class Endpoint:
     idempotency: IdempotencyMode = "same_transaction"
     # False: a POST that only reads (an impact preview), so the read cache is kept.
     writes: bool = True
+    # True: a POST that only reads (batch reads, OpenFeature evaluations), for which the
+    # read scope suffices.
+    read_scope: bool = False
     # Admin-only (docs/api.md), worked out once from the path rather than per request.
     admin: bool = field(init=False)
 

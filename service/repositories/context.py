@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
 import asyncpg
 
+from service.db.chunks import read_ahead
 from service.db.repository import NamedSql, Repository
+from service.repositories.tenants import JsonRows
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +59,26 @@ class RenderedContext:
 class ContextRepository(Repository):
     _resolve = NamedSql("resolve_tenant_context")
     _render = NamedSql("render_tenant_context")
+    _render_many = NamedSql("render_tenant_contexts")
+    _stream_subtree = NamedSql("stream_subtree_contexts")
+
+    async def render_tenant_contexts(
+        self, conn: asyncpg.Connection, tenant_ids: list[UUID]
+    ) -> list[RenderedContext]:
+        """Masked context documents of the tenants that exist, in the order asked."""
+        rows = await self._render_many.many(conn, tenant_ids=tenant_ids)
+        return [RenderedContext(**row) for row in rows]
+
+    async def stream_subtree_contexts(
+        self, conn: asyncpg.Connection, ancestry_path: str, *, first_rows: int, chunk_rows: int
+    ) -> AsyncGenerator[JsonRows, None]:
+        """Masked context documents of the active tenants at and below the tenant at
+        ancestry_path, in pre-order, through a cursor (run inside a transaction)."""
+        cursor = await self._stream_subtree.cursor(conn, path=ancestry_path)
+        chunks = read_ahead(cursor, first_rows, chunk_rows)
+        async with aclosing(chunks):
+            async for rows in chunks:
+                yield JsonRows([r["document"] for r in rows], [r["id"] for r in rows])
 
     async def render_tenant_context(
         self, conn: asyncpg.Connection, tenant_id: UUID

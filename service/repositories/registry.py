@@ -24,6 +24,7 @@ from service.repositories.permissions import PermissionsRepository
 from service.repositories.read_cache import ReadCacheRepository
 from service.repositories.regions import RegionsRepository
 from service.repositories.retention import RetentionRepository
+from service.repositories.revisions import RevisionsRepository
 from service.repositories.roles import RolesRepository
 from service.repositories.tenants import TenantsRepository
 from service.repositories.webhook_health import WebhookHealthRepository
@@ -55,6 +56,7 @@ class Repositories:
     idempotency: IdempotencyRepository
     impact: ImpactRepository
     read_cache: ReadCacheRepository
+    revisions: RevisionsRepository
 
     @classmethod
     def build(cls, queries: Queries) -> Repositories:
@@ -82,4 +84,5 @@ class Repositories:
             idempotency=IdempotencyRepository(queries),
             impact=ImpactRepository(queries),
             read_cache=ReadCacheRepository(queries),
+            revisions=RevisionsRepository(queries),
         )

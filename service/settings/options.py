@@ -69,6 +69,17 @@ class Settings:
     delivery_retention_days: int = 30
     consent_retention_days: int = 730
     archived_tenant_retention_days: int = 0
+    # The revision log (docs/context-delivery.md): how long a stream position can be
+    # resumed exactly (0: forever).
+    revision_retention_days: int = 7
+    # Streams of context changes at once, per process and per caller (429 past the
+    # caller's share, 503 when the process is full), and the heartbeat of an idle one.
+    context_streams_per_process: int = 2000
+    context_streams_per_caller: int = 50
+    context_stream_heartbeat_seconds: float = 15.0
+    # A stream ends after this long (the client resumes with Last-Event-ID): connections
+    # spread over processes again, and none outlives a deploy by much.
+    context_stream_max_seconds: float = 3600.0
     db_pool_min_size: int = 2
     db_pool_max_size: int = 10
     # Rendered tenants and contexts kept per process (service/caches/read_cache.py);
@@ -200,6 +211,19 @@ class Settings:
             consent_retention_days=reader.integer("CONSENT_RETENTION_DAYS", 730, 0, 36500),
             archived_tenant_retention_days=reader.integer(
                 "ARCHIVED_TENANT_RETENTION_DAYS", 0, 0, 36500
+            ),
+            revision_retention_days=reader.integer("REVISION_RETENTION_DAYS", 7, 0, 36500),
+            context_streams_per_process=reader.integer(
+                "CONTEXT_STREAMS_PER_PROCESS", 2000, 1, 1_000_000
+            ),
+            context_streams_per_caller=reader.integer(
+                "CONTEXT_STREAMS_PER_CALLER", 50, 1, 1_000_000
+            ),
+            context_stream_heartbeat_seconds=reader.number(
+                "CONTEXT_STREAM_HEARTBEAT_SECONDS", 15.0, 0.05, 3600
+            ),
+            context_stream_max_seconds=reader.number(
+                "CONTEXT_STREAM_MAX_SECONDS", 3600.0, 0.1, 7 * 86400
             ),
             db_pool_min_size=reader.integer("DB_POOL_MIN_SIZE", 2, 0, 1000),
             db_pool_max_size=reader.integer("DB_POOL_MAX_SIZE", 10, 1, 1000),

@@ -27,7 +27,9 @@ from service.usecases.keys.roles import RoleManagement
 from service.usecases.keys.signed_in import SessionReads
 from service.usecases.tenants.changes import TenantChanges
 from service.usecases.tenants.context import ContextReads
+from service.usecases.tenants.context_delivery import ContextDelivery
 from service.usecases.tenants.creation import TenantCreation
+from service.usecases.tenants.flags import FlagEvaluation
 from service.usecases.tenants.move_preview import MovePreviews
 from service.usecases.tenants.moves import TenantMoves
 from service.usecases.tenants.queries import TenantQueries
@@ -47,6 +49,8 @@ class UseCases:
     tenant_moves: TenantMoves
     move_preview: MovePreviews
     tenant_context: ContextReads
+    context_delivery: ContextDelivery
+    flag_evaluation: FlagEvaluation
     # a tenant's entries
     config_entries: ConfigEntries
     config_impact: ConfigImpact
@@ -86,6 +90,8 @@ class UseCases:
             tenant_moves=TenantMoves(deps),
             move_preview=MovePreviews(deps),
             tenant_context=ContextReads(deps, reads),
+            context_delivery=ContextDelivery(deps),
+            flag_evaluation=FlagEvaluation(ContextReads(deps, reads)),
             config_entries=ConfigEntries(deps),
             config_impact=ConfigImpact(deps),
             permission_impact=PermissionImpact(deps),

@@ -121,6 +121,8 @@ class PurgeExpiredResult(View):
     archived_tenants: int
     # Idempotency-Key records older than 24 hours (docs/decisions/api.md, "Idempotency and faults").
     idempotency_keys: int
+    # Revisions of the log of context changes (REVISION_RETENTION_DAYS).
+    context_revisions: int
 
 
 class EncryptionKeyRotation(View):

@@ -111,3 +111,22 @@ SELECT t.id, t.ancestry_path, t.depth, t.status,
        )::text AS document
 FROM tenants t
 WHERE t.id = :'tenant_id';
+
+-- name: render_tenant_contexts :many
+-- Several tenants' positions with their masked context documents (as
+-- render_tenant_context), in the order of tenant_ids; unknown ids have no row.
+SELECT t.id, t.ancestry_path, t.depth, t.status, context_document(t) AS document
+FROM unnest(:'tenant_ids'::uuid[]) WITH ORDINALITY AS x(id, ord)
+JOIN tenants t ON t.id = x.id
+ORDER BY x.ord;
+
+-- name: stream_subtree_contexts :many
+-- The masked context document of every active tenant at or below the tenant whose path
+-- is :'path', in depth-first pre-order (one range of the "C" path index, itself
+-- first), read through a cursor.
+SELECT t.id, context_document(t) AS document
+FROM tenants t
+WHERE t.ancestry_path >= :'path'::text
+  AND t.ancestry_path < :'path'::text || '0'
+  AND t.status = 'active'
+ORDER BY t.ancestry_path;

@@ -37,6 +37,7 @@ CATEGORIES = (
     "consents",
     "archived_tenants",
     "idempotency_keys",
+    "context_revisions",
 )
 # Idempotency-Key answers are replayed for 24 hours (service/usecases/common/idempotency.py).
 IDEMPOTENCY_KEY_LIFETIME = timedelta(hours=24)
@@ -93,6 +94,7 @@ class Retention:
             "consents": before(s.consent_retention_days),
             "archived_tenants": before(s.archived_tenant_retention_days),
             "idempotency_keys": now - IDEMPOTENCY_KEY_LIFETIME,
+            "context_revisions": before(s.revision_retention_days),
         }
 
     async def purge_expired(
@@ -123,6 +125,7 @@ class Retention:
             "consents": repo.count_expired_consents,
             "archived_tenants": repo.count_expired_archived_tenants,
             "idempotency_keys": repo.count_expired_idempotency_keys,
+            "context_revisions": self.deps.repos.revisions.count_expired_revisions,
         }
 
         async def work(conn: asyncpg.Connection) -> dict[str, int]:
@@ -145,6 +148,7 @@ class Retention:
             ("consents", self.repo.delete_expired_consents),
             ("audit_logs", self._audit_batch(actor)),
             ("idempotency_keys", self.repo.delete_expired_idempotency_keys),
+            ("context_revisions", self._revision_batch),
         )
         for category, delete in steps:
             cutoff = cutoffs[category]
@@ -161,6 +165,14 @@ class Retention:
                 forget_credentials(self.cache, purged)
                 progress.counts["archived_tenants"] += purged.counts["tenants"]
                 progress.batches += 1
+
+    async def _revision_batch(
+        self, conn: asyncpg.Connection, cutoff: datetime, limit: int, _after: Position | None
+    ) -> Batch:
+        """The oldest expired revisions (always keeping the newest), the horizon moved
+        past them; each batch starts again from the oldest left."""
+        revisions = self.deps.repos.revisions
+        return Batch(await revisions.delete_expired_revisions(conn, cutoff, limit), None)
 
     def _audit_batch(self, actor: Actor) -> DeleteBatch:
         def run(

@@ -1,0 +1,90 @@
+-- Revisions and their log (migration 0033, docs/context-delivery.md): what the stream
+-- of context changes, hydration and batch reads ask.
+
+-- name: current_revision :value
+-- The newest committed revision (0 before the first); commit order is revision order,
+-- so every smaller revision is committed too. context_revisions_pkey, backwards.
+SELECT coalesce(max(revision), 0) AS revision
+FROM context_revisions;
+
+-- name: revision_horizon :one
+-- The newest revision retention removed (a position below it cannot be followed) and
+-- the oldest one kept (NULL: none yet).
+SELECT h.purged_through,
+       (SELECT min(revision) FROM context_revisions) AS oldest_kept
+FROM context_revision_horizon h;
+
+-- name: list_context_changes :many
+-- One page of the log after the position (after_revision, after_idx) up to
+-- through_revision, of tenants that are (path) or were (left_path) at or below root_id
+-- and scope_id (NULL: no scope), in revision then index order; document-only rows are
+-- left out. context_revision_tenants_pkey range.
+SELECT r.revision, r.idx, r.tenant_id, r.change,
+       coalesce(strpos(r.path || '/', '/' || :'root_id'::text || '/') > 0
+                AND (:'scope_id'::text IS NULL
+                     OR strpos(r.path || '/', '/' || :'scope_id'::text || '/') > 0),
+                false) AS inside
+FROM context_revision_tenants r
+WHERE (r.revision, r.idx) > (:'after_revision'::bigint, :'after_idx'::integer)
+  AND r.revision <= :'through_revision'::bigint
+  AND r.change <> 'document'
+  AND ((strpos(r.path || '/', '/' || :'root_id'::text || '/') > 0
+        AND (:'scope_id'::text IS NULL
+             OR strpos(r.path || '/', '/' || :'scope_id'::text || '/') > 0))
+       OR (strpos(r.left_path || '/', '/' || :'root_id'::text || '/') > 0
+           AND (:'scope_id'::text IS NULL
+                OR strpos(r.left_path || '/', '/' || :'scope_id'::text || '/') > 0)))
+ORDER BY r.revision, r.idx
+LIMIT :'page_size'::integer;
+
+-- name: list_revision_tenants :many
+-- The log of one revision: each tenant it changed, in index order (tests, tools).
+SELECT r.idx, r.tenant_id, r.change, r.path, r.left_path
+FROM context_revision_tenants r
+WHERE r.revision = :'revision'::bigint
+ORDER BY r.idx;
+
+-- name: get_revision :one
+-- One revision's row: when it committed, its audit entries and how many tenants it
+-- changed.
+SELECT revision, committed_at, audit_ids, tenant_count
+FROM context_revisions
+WHERE revision = :'revision'::bigint;
+
+-- name: delete_expired_revisions :value
+-- Remove up to batch_size of the oldest revisions committed before cutoff (their
+-- tenant rows go with them), always keeping the newest, and move the horizon past
+-- them; how many were removed.
+WITH
+-- 1. The oldest expired revisions (context_revisions_pkey order), never the newest.
+doomed AS (
+    SELECT r.revision
+    FROM context_revisions r
+    WHERE r.committed_at < :'cutoff'
+      AND r.revision < (SELECT max(revision) FROM context_revisions)
+    ORDER BY r.revision
+    LIMIT :'batch_size'::integer
+    FOR UPDATE SKIP LOCKED
+),
+-- 2. Gone, with their tenant rows (ON DELETE CASCADE).
+removed AS (
+    DELETE FROM context_revisions r
+    USING doomed d
+    WHERE r.revision = d.revision
+    RETURNING r.revision
+),
+-- 3. The horizon: the newest revision removed.
+moved AS (
+    UPDATE context_revision_horizon h
+    SET purged_through = greatest(h.purged_through, (SELECT max(revision) FROM removed))
+    WHERE EXISTS (SELECT 1 FROM removed)
+    RETURNING h.purged_through
+)
+SELECT (SELECT count(*) FROM removed) + 0 * (SELECT count(*) FROM moved) AS removed;
+
+-- name: count_expired_revisions :value
+-- Revisions committed before cutoff that retention would remove (never the newest).
+SELECT count(*) AS total
+FROM context_revisions r
+WHERE r.committed_at < :'cutoff'
+  AND r.revision < (SELECT max(revision) FROM context_revisions);
