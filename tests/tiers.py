@@ -52,6 +52,7 @@ TIERS: dict[str, frozenset[str]] = {
     "cluster": frozenset(),
     "slow": frozenset(
         {
+            "test_history",
             "test_move_race",
             "test_schemathesis",
             "test_tenant_tree_options",

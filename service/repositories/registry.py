@@ -16,6 +16,7 @@ from service.repositories.deliveries import DeliveriesRepository
 from service.repositories.encryption_keys import EncryptionKeysRepository
 from service.repositories.gdpr import GdprRepository
 from service.repositories.health import HealthRepository
+from service.repositories.history import HistoryRepository
 from service.repositories.idempotency import IdempotencyRepository
 from service.repositories.impact import ImpactRepository
 from service.repositories.metrics import MetricsRepository
@@ -57,6 +58,7 @@ class Repositories:
     impact: ImpactRepository
     read_cache: ReadCacheRepository
     revisions: RevisionsRepository
+    history: HistoryRepository
 
     @classmethod
     def build(cls, queries: Queries) -> Repositories:
@@ -85,4 +87,5 @@ class Repositories:
             impact=ImpactRepository(queries),
             read_cache=ReadCacheRepository(queries),
             revisions=RevisionsRepository(queries),
+            history=HistoryRepository(queries),
         )

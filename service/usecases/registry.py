@@ -30,6 +30,7 @@ from service.usecases.tenants.context import ContextReads
 from service.usecases.tenants.context_delivery import ContextDelivery
 from service.usecases.tenants.creation import TenantCreation
 from service.usecases.tenants.flags import FlagEvaluation
+from service.usecases.tenants.history import ContextHistory
 from service.usecases.tenants.move_preview import MovePreviews
 from service.usecases.tenants.moves import TenantMoves
 from service.usecases.tenants.queries import TenantQueries
@@ -51,6 +52,7 @@ class UseCases:
     tenant_context: ContextReads
     context_delivery: ContextDelivery
     flag_evaluation: FlagEvaluation
+    context_history: ContextHistory
     # a tenant's entries
     config_entries: ConfigEntries
     config_impact: ConfigImpact
@@ -92,6 +94,7 @@ class UseCases:
             tenant_context=ContextReads(deps, reads),
             context_delivery=ContextDelivery(deps),
             flag_evaluation=FlagEvaluation(ContextReads(deps, reads)),
+            context_history=ContextHistory(deps),
             config_entries=ConfigEntries(deps),
             config_impact=ConfigImpact(deps),
             permission_impact=PermissionImpact(deps),

@@ -1,0 +1,79 @@
+"""History of the resolved view (migration 0044): the kept horizon, revisions by time,
+contexts and tenants as they were at a revision, and retention."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+import asyncpg
+
+from service.db.repository import NamedSql, Repository
+from service.repositories.context import RenderedContext
+from service.repositories.tenants import TenantRow
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryBoundsRow:
+    """The oldest revision the history answers and since when, the newest committed one,
+    and the last revision committed at or before the time asked (None: none kept)."""
+
+    kept_from: int
+    kept_since: datetime
+    newest: int
+    at_revision: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRevisionRow:
+    revision: int
+    committed_at: datetime
+    audit_ids: list[UUID]
+
+
+class HistoryRepository(Repository):
+    _bounds = NamedSql("history_bounds")
+    _context_at = NamedSql("render_tenant_context_at")
+    _tenant_at = NamedSql("get_tenant_at")
+    _change_revisions = NamedSql("list_context_change_revisions")
+    _revision = NamedSql("get_history_revision")
+    _delete_expired = NamedSql("delete_expired_history")
+    _count_expired = NamedSql("count_expired_history")
+
+    async def history_bounds(self, conn: asyncpg.Connection, at: datetime) -> HistoryBoundsRow:
+        row = await self._bounds.one(conn, at=at)
+        assert row is not None  # the horizon holds its one row from the migration on
+        return HistoryBoundsRow(**row)
+
+    async def render_tenant_context_at(
+        self, conn: asyncpg.Connection, tenant_id: UUID, revision: int
+    ) -> RenderedContext | None:
+        row = await self._context_at.one(conn, tenant_id=tenant_id, revision=revision)
+        return None if row is None else RenderedContext(**row)
+
+    async def get_tenant_at(
+        self, conn: asyncpg.Connection, tenant_id: UUID, revision: int
+    ) -> TenantRow | None:
+        row = await self._tenant_at.one(conn, tenant_id=tenant_id, revision=revision)
+        return None if row is None else TenantRow(**row)
+
+    async def list_context_change_revisions(
+        self, conn: asyncpg.Connection, tenant_id: UUID, from_revision: int, to_revision: int
+    ) -> list[int]:
+        rows = await self._change_revisions.many(
+            conn, tenant_id=tenant_id, from_revision=from_revision, to_revision=to_revision
+        )
+        return [int(r["revision"]) for r in rows]
+
+    async def get_history_revision(
+        self, conn: asyncpg.Connection, revision: int
+    ) -> HistoryRevisionRow | None:
+        row = await self._revision.one(conn, revision=revision)
+        return None if row is None else HistoryRevisionRow(**row)
+
+    async def delete_expired_history(self, conn: asyncpg.Connection, cutoff: datetime) -> int:
+        return int(await self._delete_expired.value(conn, cutoff=cutoff))
+
+    async def count_expired_history(self, conn: asyncpg.Connection, cutoff: datetime) -> int:
+        return int(await self._count_expired.value(conn, cutoff=cutoff))
