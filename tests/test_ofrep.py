@@ -48,7 +48,7 @@ async def test_single_flag_evaluation(client, admin) -> None:
     status, body, _ = await _post(client, "/ofrep/v1/evaluate/flags/db", reader, ctx)
     assert (status, body["value"]) == (200, "***")
     # A bearer token works as well as a key.
-    token = bearer(make_token(JWT_SECRET, scope="read"))
+    token = bearer(make_token(JWT_SECRET, scopes=["read"]))
     status, body, _ = await _post(client, "/ofrep/v1/evaluate/flags/plan", token, ctx)
     assert (status, body["value"]) == (200, "silver")
 
