@@ -1323,6 +1323,8 @@ CREATE INDEX config_entries_locked_idx ON public.config_entries USING btree (key
 
 CREATE INDEX config_history_purge_idx ON public.config_history USING btree (valid_to);
 
+CREATE INDEX config_history_valid_from_idx ON public.config_history USING btree (valid_from);
+
 CREATE INDEX config_history_valid_to_idx ON public.config_history USING btree (tenant_id, valid_to);
 
 CREATE INDEX consents_ended_idx ON public.consents USING btree (LEAST(revoked_at, expires_at), id) WHERE ((revoked_at IS NOT NULL) OR (expires_at IS NOT NULL));
@@ -1347,6 +1349,8 @@ CREATE INDEX idempotency_keys_mentioned_idx ON public.idempotency_keys USING gin
 
 CREATE INDEX permission_history_purge_idx ON public.permission_history USING btree (valid_to);
 
+CREATE INDEX permission_history_valid_from_idx ON public.permission_history USING btree (valid_from);
+
 CREATE INDEX permission_history_valid_to_idx ON public.permission_history USING btree (tenant_id, valid_to);
 
 CREATE INDEX permission_policies_locked_idx ON public.permission_policies USING btree (key, tenant_id) WHERE (mode = 'LOCKED'::text);
@@ -1356,6 +1360,8 @@ CREATE UNIQUE INDEX roles_name_key ON public.roles USING btree (COALESCE(tenant_
 CREATE INDEX tenant_closure_descendant_idx ON public.tenant_closure USING btree (descendant_id) INCLUDE (ancestor_id, depth);
 
 CREATE INDEX tenant_history_purge_idx ON public.tenant_history USING btree (valid_to);
+
+CREATE INDEX tenant_history_valid_from_idx ON public.tenant_history USING btree (valid_from);
 
 CREATE INDEX tenant_history_valid_to_idx ON public.tenant_history USING btree (tenant_id, valid_to);
 

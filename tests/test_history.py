@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from uuid import UUID
 
 import pytest
 
@@ -285,3 +286,87 @@ async def test_purge_expired_forgets_history_past_retention(client, admin, db_co
     )
     assert audited is not None
     assert "'context_history': " + str(counted) in str(audited)
+
+
+async def _revert(client: Any, h: dict[str, str], revision: int, query: str = "", **body: Any):
+    resp = await client.post(
+        f"/api/v1/revisions/{revision}/revert{query}", json=body or None, headers=h
+    )
+    return resp.status, await resp.json(), resp.headers.get("X-Revision")
+
+
+async def test_revert_restores_the_earlier_answer_and_refuses_conflicts(
+    client, admin, db_conn
+) -> None:
+    root = await create_tenant(client, admin)
+    child = await create_tenant(client, admin, parent_id=root["id"])
+    other = await create_tenant(client, admin)
+    cfg = f"/api/v1/tenants/{root['id']}/config"
+    ctx = f"/api/v1/tenants/{child['id']}/context"
+    await _write(client, admin, "PUT", f"{cfg}/theme", json={"value": "a"})
+    recorded = await get_json(client, ctx, admin)
+    # Revision n: a lock and a new permission at the root.
+    await _write(client, admin, "PUT", f"{cfg}/theme", json={"value": "b", "locked": True})
+    n = await _write(
+        client, admin, "PUT", f"/api/v1/tenants/{child['id']}/config/secret",
+        json={"value": "mine", "sensitive": True},
+    )  # fmt: skip
+    assert n > 0
+    await _write(client, admin, "PUT", f"/api/v1/tenants/{other['id']}/config/x", json={"value": 1})
+    assert (await get_json(client, ctx, admin)) != recorded
+
+    status, dry, _ = await _revert(client, admin, n, "?dry_run=true")
+    assert status == 200, dry
+    assert dry == {
+        "revision": n,
+        "dry_run": True,
+        "changes": [
+            {
+                "kind": "config", "tenant_id": child["id"], "key": "secret", "restored": None,
+                "reverted": {"value": "***", "locked": False, "sensitive": True,
+                             "reveal_to_descendants": False},
+                "later_revisions": [],
+            }
+        ],
+    }  # fmt: skip
+    lock_revision = n - 1
+    status, done, new_revision = await _revert(client, admin, lock_revision)
+    # Revision n changed another key: no conflict; the lock is undone.
+    assert status == 200, done
+    assert int(new_revision) > n + 1
+    theme = (await get_json(client, ctx, admin))["resolved_config"]["theme"]
+    assert (theme["value"], theme["locked"]) == ("a", False)
+    status, done, _ = await _revert(client, admin, n)
+    assert status == 200, done
+    assert await get_json(client, ctx, admin) == recorded
+    # Its own audit entry.
+    audited = await db_conn.fetchval(
+        "SELECT count(*) FROM audit_logs WHERE action = 'revision.reverted'"
+    )
+    assert audited == 2
+
+    # A later revision changed the same key at the same tenant: 409 naming it.
+    first = await _write(client, admin, "PUT", f"{cfg}/theme", json={"value": "c"})
+    later = await _write(client, admin, "PUT", f"{cfg}/theme", json={"value": "d"})
+    status, refused, _ = await _revert(client, admin, first)
+    assert status == 409
+    assert refused["error"]["code"] == "REVERT_CONFLICT"
+    assert refused["error"]["details"] == [
+        {"field": f"config:{root['id']}:theme", "message": f"changed later by revision {later}"}
+    ]
+    status, forced, _ = await _revert(client, admin, first, force=True)
+    assert status == 200, forced
+    assert (await get_json(client, ctx, admin)) == recorded
+
+    # Tenants created in a revision are not reverted; scoped keys revert inside only.
+    created = await create_tenant(client, admin, parent_id=root["id"])
+    created_rev = await db_conn.fetchval(
+        "SELECT max(valid_from) FROM tenant_history WHERE tenant_id = $1", UUID(created["id"])
+    )
+    status, body, _ = await _revert(client, admin, created_rev)
+    assert (status, body["error"]["code"]) == (422, "REVERT_UNSUPPORTED")
+    scoped = await key_headers(client.app, ("read", "write"), tenant_id=child["id"])
+    status, body, _ = await _revert(client, scoped, later)
+    assert (status, body["error"]["code"]) == (403, "TENANT_ACCESS_DENIED")
+    status, body, _ = await _revert(client, admin, 10**9)
+    assert (status, body["error"]["code"]) == (400, "VALIDATION_ERROR")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 import asyncpg
@@ -32,6 +33,20 @@ class HistoryRevisionRow:
     audit_ids: list[UUID]
 
 
+@dataclass(frozen=True, slots=True)
+class EntryChangeRow:
+    """What a revision did to one config entry or permission policy (before/after as
+    stored in the history, None: absent), and the later revisions that changed it."""
+
+    kind: str
+    tenant_id: UUID
+    key: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    later_revisions: list[int]
+    path_now: str | None
+
+
 class HistoryRepository(Repository):
     _bounds = NamedSql("history_bounds")
     _context_at = NamedSql("render_tenant_context_at")
@@ -40,6 +55,46 @@ class HistoryRepository(Repository):
     _revision = NamedSql("get_history_revision")
     _delete_expired = NamedSql("delete_expired_history")
     _count_expired = NamedSql("count_expired_history")
+    _entry_changes = NamedSql("list_revision_entry_changes")
+    _tenant_changes = NamedSql("count_revision_tenant_changes")
+    _restore_config = NamedSql("restore_config_entry")
+    _restore_permission = NamedSql("restore_permission_policy")
+    _remove_config = NamedSql("remove_config_entry")
+    _remove_permission = NamedSql("remove_permission_policy")
+
+    async def list_revision_entry_changes(
+        self, conn: asyncpg.Connection, revision: int
+    ) -> list[EntryChangeRow]:
+        rows = await self._entry_changes.many(conn, revision=revision)
+        return [EntryChangeRow(**row) for row in rows]
+
+    async def count_revision_tenant_changes(self, conn: asyncpg.Connection, revision: int) -> int:
+        return int(await self._tenant_changes.value(conn, revision=revision))
+
+    async def put_back(self, conn: asyncpg.Connection, change: EntryChangeRow) -> None:
+        """The entry as it was before the revision (removed if it did not exist)."""
+        old = change.before
+        if change.kind == "config":
+            if old is None:
+                await self._remove_config.exec(conn, tenant_id=change.tenant_id, key=change.key)
+                return
+            await self._restore_config.exec(
+                conn,
+                tenant_id=change.tenant_id,
+                key=change.key,
+                value=old["value"],
+                encrypted_value=old["encrypted_value"],
+                locked=old["locked"],
+                sensitive=old["sensitive"],
+                reveal_to_descendants=old["reveal_to_descendants"],
+            )
+            return
+        if old is None:
+            await self._remove_permission.exec(conn, tenant_id=change.tenant_id, key=change.key)
+            return
+        await self._restore_permission.exec(
+            conn, tenant_id=change.tenant_id, key=change.key, value=old["value"], mode=old["mode"]
+        )
 
     async def history_bounds(self, conn: asyncpg.Connection, at: datetime) -> HistoryBoundsRow:
         row = await self._bounds.one(conn, at=at)

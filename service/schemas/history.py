@@ -66,6 +66,16 @@ class HistoryPointQuery(Strict):
         check_one_moment(self.as_of, self.revision)
 
 
+class RevertQuery(Strict):
+    # Answer the impact only; nothing is written.
+    dry_run: bool = False
+
+
+class RevertBody(Strict):
+    # Revert even though later revisions changed the same keys at the same tenants.
+    force: bool = False
+
+
 class ContextDiffQuery(Strict):
     from_: Moment = msgspec.field(name="from")
     to: Moment

@@ -34,6 +34,7 @@ from service.usecases.tenants.history import ContextHistory
 from service.usecases.tenants.move_preview import MovePreviews
 from service.usecases.tenants.moves import TenantMoves
 from service.usecases.tenants.queries import TenantQueries
+from service.usecases.tenants.revert import RevisionReverts
 from service.usecases.webhooks.changes import WebhookChanges
 from service.usecases.webhooks.delivery_admin import DeliveryAdmin
 from service.usecases.webhooks.health import WebhookHealth
@@ -53,6 +54,7 @@ class UseCases:
     context_delivery: ContextDelivery
     flag_evaluation: FlagEvaluation
     context_history: ContextHistory
+    revision_reverts: RevisionReverts
     # a tenant's entries
     config_entries: ConfigEntries
     config_impact: ConfigImpact
@@ -95,6 +97,7 @@ class UseCases:
             context_delivery=ContextDelivery(deps),
             flag_evaluation=FlagEvaluation(ContextReads(deps, reads)),
             context_history=ContextHistory(deps),
+            revision_reverts=RevisionReverts(deps, ContextHistory(deps)),
             config_entries=ConfigEntries(deps),
             config_impact=ConfigImpact(deps),
             permission_impact=PermissionImpact(deps),

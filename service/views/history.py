@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 from uuid import UUID
 
 import msgspec
@@ -40,3 +40,21 @@ class ContextDiff(View):
     to: int
     config: list[ConfigDifference]
     permissions: list[PermissionDifference]
+
+
+class RevertedEntry(View):
+    kind: Literal["config", "permission"]
+    tenant_id: UUID
+    key: str
+    # The entry put back (null: removed) and the one the revision had written (null: it
+    # had removed it); sensitive values "***".
+    restored: dict[str, Any] | None
+    reverted: dict[str, Any] | None
+    # Later revisions that changed the same key at the same tenant.
+    later_revisions: list[int]
+
+
+class RevisionRevert(View):
+    revision: int
+    dry_run: bool
+    changes: list[RevertedEntry]

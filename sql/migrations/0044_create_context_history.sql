@@ -43,6 +43,7 @@ CREATE TABLE tenant_history (
 -- "the version valid at r": valid_to > r, newest ranges first to end
 CREATE INDEX tenant_history_valid_to_idx ON tenant_history (tenant_id, valid_to);
 CREATE INDEX tenant_history_purge_idx ON tenant_history (valid_to);
+CREATE INDEX tenant_history_valid_from_idx ON tenant_history (valid_from);
 
 CREATE TABLE config_history (
     tenant_id             uuid NOT NULL,
@@ -59,6 +60,8 @@ CREATE TABLE config_history (
 );
 CREATE INDEX config_history_valid_to_idx ON config_history (tenant_id, valid_to);
 CREATE INDEX config_history_purge_idx ON config_history (valid_to);
+-- what one revision changed (reverts)
+CREATE INDEX config_history_valid_from_idx ON config_history (valid_from);
 
 CREATE TABLE permission_history (
     tenant_id  uuid NOT NULL,
@@ -71,6 +74,7 @@ CREATE TABLE permission_history (
 );
 CREATE INDEX permission_history_valid_to_idx ON permission_history (tenant_id, valid_to);
 CREATE INDEX permission_history_purge_idx ON permission_history (valid_to);
+CREATE INDEX permission_history_valid_from_idx ON permission_history (valid_from);
 
 -- What exists now is the history's start.
 INSERT INTO history_horizon (only_row, kept_from, kept_since)

@@ -196,3 +196,81 @@ SELECT (SELECT count(*) FROM tenant_history th, horizon h WHERE th.valid_to <= h
        + (SELECT count(*) FROM permission_history pp, horizon h WHERE pp.valid_to <= h.revision)
        + (SELECT count(*) FROM history_revisions hr, horizon h WHERE hr.revision < h.revision)
        AS removed;
+
+-- name: list_revision_entry_changes :many
+-- What revision r did to config entries and permission policies: per (kind, tenant,
+-- key) the version it ended (before) and the one it began (after), as JSON (NULL:
+-- none), the tenant's path now (NULL: gone), and the later revisions that changed the
+-- same key at the same tenant (conflicts of a revert).
+WITH
+-- 1. The keys r touched (the *_valid_from_idx and *_purge_idx equalities).
+touched AS (
+    SELECT 'config' AS kind, ce.tenant_id, ce.key FROM config_history ce
+    WHERE ce.valid_from = :'revision'::bigint OR ce.valid_to = :'revision'::bigint
+    UNION
+    SELECT 'permission', pp.tenant_id, pp.key FROM permission_history pp
+    WHERE pp.valid_from = :'revision'::bigint OR pp.valid_to = :'revision'::bigint
+),
+-- 2. Per key: every version's bounds (config_history_pkey / permission_history_pkey).
+versions AS (
+    SELECT x.kind, x.tenant_id, x.key, ce.valid_from, ce.valid_to,
+           jsonb_build_object('value', ce.value, 'encrypted_value', ce.encrypted_value,
+                              'locked', ce.locked, 'sensitive', ce.sensitive,
+                              'reveal_to_descendants', ce.reveal_to_descendants) AS entry
+    FROM touched x
+    JOIN config_history ce ON ce.tenant_id = x.tenant_id AND ce.key = x.key
+    WHERE x.kind = 'config'
+    UNION ALL
+    SELECT x.kind, x.tenant_id, x.key, pp.valid_from, pp.valid_to,
+           jsonb_build_object('value', pp.value, 'mode', pp.mode)
+    FROM touched x
+    JOIN permission_history pp ON pp.tenant_id = x.tenant_id AND pp.key = x.key
+    WHERE x.kind = 'permission'
+)
+-- 3. Before, after, the later revisions, and where the tenant is now (tenants_pkey).
+SELECT v.kind, v.tenant_id, v.key,
+       (array_agg(v.entry) FILTER (WHERE v.valid_to = :'revision'::bigint))[1] AS before,
+       (array_agg(v.entry) FILTER (WHERE v.valid_from = :'revision'::bigint))[1] AS after,
+       coalesce(array_agg(DISTINCT b.later ORDER BY b.later)
+                    FILTER (WHERE b.later > :'revision'::bigint
+                              AND b.later < 9223372036854775807),
+                '{}') AS later_revisions,
+       t.ancestry_path AS path_now
+FROM versions v
+CROSS JOIN LATERAL (VALUES (v.valid_from), (v.valid_to)) AS b(later)
+LEFT JOIN tenants t ON t.id = v.tenant_id
+GROUP BY v.kind, v.tenant_id, v.key, t.ancestry_path
+ORDER BY v.tenant_id, v.kind, v.key;
+
+-- name: count_revision_tenant_changes :value
+-- How many tenants revision r created, moved, archived, restored or renamed (versions
+-- of tenant_history it began, tenant_history_valid_from_idx).
+SELECT count(*) AS changed
+FROM tenant_history th
+WHERE th.valid_from = :'revision'::bigint;
+
+-- name: restore_config_entry :exec
+-- Put a config entry back as a version of the history held it (encrypted as it was).
+INSERT INTO config_entries (tenant_id, key, value, encrypted_value, locked, sensitive,
+                            reveal_to_descendants)
+VALUES (:'tenant_id', :'key', :'value'::jsonb, :'encrypted_value', :'locked', :'sensitive',
+        :'reveal_to_descendants')
+ON CONFLICT (tenant_id, key) DO UPDATE
+SET value = EXCLUDED.value, encrypted_value = EXCLUDED.encrypted_value,
+    locked = EXCLUDED.locked, sensitive = EXCLUDED.sensitive,
+    reveal_to_descendants = EXCLUDED.reveal_to_descendants, updated_at = now();
+
+-- name: restore_permission_policy :exec
+-- Put a permission policy back as a version of the history held it.
+INSERT INTO permission_policies (tenant_id, key, value, mode)
+VALUES (:'tenant_id', :'key', :'value', :'mode')
+ON CONFLICT (tenant_id, key) DO UPDATE
+SET value = EXCLUDED.value, mode = EXCLUDED.mode, updated_at = now();
+
+-- name: remove_config_entry :exec
+-- Remove a config entry a reverted revision had created.
+DELETE FROM config_entries WHERE tenant_id = :'tenant_id' AND key = :'key';
+
+-- name: remove_permission_policy :exec
+-- Remove a permission policy a reverted revision had created.
+DELETE FROM permission_policies WHERE tenant_id = :'tenant_id' AND key = :'key';
