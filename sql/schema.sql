@@ -694,83 +694,110 @@ $$;
 
 CREATE FUNCTION public.record_context_history() RETURNS trigger
     LANGUAGE plpgsql
-    SET enable_nestloop TO 'off'
+    SET enable_nestloop TO 'on'
     AS $$
 DECLARE
-    rev     bigint := NEW.revision;
-    touched uuid[];
-    gone    uuid[];
+    rev      bigint := NEW.revision;
+    open_to  constant bigint := 9223372036854775807;
+    tenanted uuid[];
+    entried  uuid[];
+    gone     uuid[];
 BEGIN
     INSERT INTO history_revisions (revision, committed_at, audit_ids)
     VALUES (rev, NEW.committed_at, NEW.audit_ids);
-    SELECT array_agg(DISTINCT p.tenant_id) INTO touched
+    SELECT array_agg(DISTINCT p.tenant_id) FILTER (WHERE p.what IN ('c', 'n', 'd')),
+           array_agg(DISTINCT p.tenant_id) FILTER (WHERE p.what = 's')
+    INTO tenanted, entried
     FROM context_change_pending p
     WHERE p.xid = pg_current_xact_id() AND p.tenant_id IS NOT NULL;
-    IF touched IS NULL THEN
-        RETURN NULL;
+
+    IF tenanted IS NOT NULL THEN
+        SELECT array_agg(x.id) INTO gone
+        FROM unnest(tenanted) AS x(id)
+        WHERE NOT EXISTS (SELECT 1 FROM tenants t WHERE t.id = x.id);
+        IF gone IS NOT NULL THEN
+            DELETE FROM tenant_history WHERE tenant_id = ANY (gone);
+            DELETE FROM config_history WHERE tenant_id = ANY (gone);
+            DELETE FROM permission_history WHERE tenant_id = ANY (gone);
+        END IF;
+        WITH closed AS (
+            UPDATE tenant_history h SET valid_to = rev
+            WHERE h.tenant_id = ANY (tenanted) AND h.valid_to = open_to
+              AND NOT EXISTS (
+                  SELECT 1 FROM tenants t
+                  WHERE t.id = h.tenant_id
+                    AND (t.parent_id, t.name, t.slug, t.ancestry_path, t.depth, t.metadata,
+                         t.isolation_strategy, t.region, t.status, t.deleted_at,
+                         t.created_at, t.updated_at)
+                        IS NOT DISTINCT FROM
+                        (h.parent_id, h.name, h.slug, h.ancestry_path, h.depth, h.metadata,
+                         h.isolation_strategy, h.region, h.status, h.deleted_at,
+                         h.created_at, h.updated_at))
+            RETURNING 1
+        )
+        INSERT INTO tenant_history (tenant_id, valid_from, parent_id, name, slug,
+                                    ancestry_path, depth, metadata, isolation_strategy,
+                                    region, status, deleted_at, created_at, updated_at)
+        SELECT t.id, rev, t.parent_id, t.name, t.slug, t.ancestry_path, t.depth, t.metadata,
+               t.isolation_strategy, t.region, t.status, t.deleted_at, t.created_at,
+               t.updated_at
+        FROM tenants t
+        WHERE t.id = ANY (tenanted)
+          AND NOT EXISTS (
+              SELECT 1 FROM tenant_history h
+              WHERE h.tenant_id = t.id AND h.valid_to = open_to
+                AND (t.parent_id, t.name, t.slug, t.ancestry_path, t.depth, t.metadata,
+                     t.isolation_strategy, t.region, t.status, t.deleted_at, t.created_at,
+                     t.updated_at)
+                    IS NOT DISTINCT FROM
+                    (h.parent_id, h.name, h.slug, h.ancestry_path, h.depth, h.metadata,
+                     h.isolation_strategy, h.region, h.status, h.deleted_at, h.created_at,
+                     h.updated_at));
     END IF;
-    SELECT array_agg(x.id) INTO gone
-    FROM unnest(touched) AS x(id)
-    WHERE NOT EXISTS (SELECT 1 FROM tenants t WHERE t.id = x.id);
-    IF gone IS NOT NULL THEN
-        DELETE FROM tenant_history WHERE tenant_id = ANY (gone);
-        DELETE FROM config_history WHERE tenant_id = ANY (gone);
-        DELETE FROM permission_history WHERE tenant_id = ANY (gone);
+
+    IF entried IS NOT NULL THEN
+        WITH closed AS (
+            UPDATE config_history h SET valid_to = rev
+            WHERE h.tenant_id = ANY (entried) AND h.valid_to = open_to
+              AND NOT EXISTS (
+                  SELECT 1 FROM config_entries c
+                  WHERE c.tenant_id = h.tenant_id AND c.key = h.key
+                    AND (c.value, c.locked, c.sensitive, c.reveal_to_descendants, c.updated_at)
+                        IS NOT DISTINCT FROM
+                        (h.value, h.locked, h.sensitive, h.reveal_to_descendants, h.updated_at))
+            RETURNING 1
+        )
+        INSERT INTO config_history (tenant_id, key, valid_from, value, encrypted_value, locked,
+                                    sensitive, reveal_to_descendants, updated_at)
+        SELECT c.tenant_id, c.key, rev, c.value, c.encrypted_value, c.locked, c.sensitive,
+               c.reveal_to_descendants, c.updated_at
+        FROM config_entries c
+        WHERE c.tenant_id = ANY (entried)
+          AND NOT EXISTS (
+              SELECT 1 FROM config_history h
+              WHERE h.tenant_id = c.tenant_id AND h.key = c.key AND h.valid_to = open_to
+                AND (c.value, c.locked, c.sensitive, c.reveal_to_descendants, c.updated_at)
+                    IS NOT DISTINCT FROM
+                    (h.value, h.locked, h.sensitive, h.reveal_to_descendants, h.updated_at));
+
+        WITH closed AS (
+            UPDATE permission_history h SET valid_to = rev
+            WHERE h.tenant_id = ANY (entried) AND h.valid_to = open_to
+              AND NOT EXISTS (
+                  SELECT 1 FROM permission_policies p
+                  WHERE p.tenant_id = h.tenant_id AND p.key = h.key
+                    AND p.value = h.value AND p.mode = h.mode)
+            RETURNING 1
+        )
+        INSERT INTO permission_history (tenant_id, key, valid_from, value, mode)
+        SELECT p.tenant_id, p.key, rev, p.value, p.mode
+        FROM permission_policies p
+        WHERE p.tenant_id = ANY (entried)
+          AND NOT EXISTS (
+              SELECT 1 FROM permission_history h
+              WHERE h.tenant_id = p.tenant_id AND h.key = p.key AND h.valid_to = open_to
+                AND p.value = h.value AND p.mode = h.mode);
     END IF;
-
-    UPDATE tenant_history h SET valid_to = rev
-    FROM tenants t
-    WHERE h.tenant_id = ANY (touched) AND h.valid_to = 9223372036854775807
-      AND t.id = h.tenant_id
-      AND (t.parent_id, t.name, t.slug, t.ancestry_path, t.depth, t.metadata,
-           t.isolation_strategy, t.region, t.status, t.deleted_at, t.created_at,
-           t.updated_at)
-          IS DISTINCT FROM
-          (h.parent_id, h.name, h.slug, h.ancestry_path, h.depth, h.metadata,
-           h.isolation_strategy, h.region, h.status, h.deleted_at, h.created_at,
-           h.updated_at);
-    INSERT INTO tenant_history (tenant_id, valid_from, parent_id, name, slug, ancestry_path,
-                                depth, metadata, isolation_strategy, region, status,
-                                deleted_at, created_at, updated_at)
-    SELECT t.id, rev, t.parent_id, t.name, t.slug, t.ancestry_path, t.depth, t.metadata,
-           t.isolation_strategy, t.region, t.status, t.deleted_at, t.created_at,
-           t.updated_at
-    FROM tenants t
-    WHERE t.id = ANY (touched)
-      AND NOT EXISTS (SELECT 1 FROM tenant_history h
-                      WHERE h.tenant_id = t.id AND h.valid_to = 9223372036854775807);
-
-    UPDATE config_history h SET valid_to = rev
-    WHERE h.tenant_id = ANY (touched) AND h.valid_to = 9223372036854775807
-      AND NOT EXISTS (
-          SELECT 1 FROM config_entries c
-          WHERE c.tenant_id = h.tenant_id AND c.key = h.key
-            AND (c.value, c.locked, c.sensitive, c.reveal_to_descendants, c.updated_at)
-                IS NOT DISTINCT FROM
-                (h.value, h.locked, h.sensitive, h.reveal_to_descendants, h.updated_at));
-    INSERT INTO config_history (tenant_id, key, valid_from, value, encrypted_value, locked,
-                                sensitive, reveal_to_descendants, updated_at)
-    SELECT c.tenant_id, c.key, rev, c.value, c.encrypted_value, c.locked, c.sensitive,
-           c.reveal_to_descendants, c.updated_at
-    FROM config_entries c
-    WHERE c.tenant_id = ANY (touched)
-      AND NOT EXISTS (SELECT 1 FROM config_history h
-                      WHERE h.tenant_id = c.tenant_id AND h.key = c.key
-                        AND h.valid_to = 9223372036854775807);
-
-    UPDATE permission_history h SET valid_to = rev
-    WHERE h.tenant_id = ANY (touched) AND h.valid_to = 9223372036854775807
-      AND NOT EXISTS (
-          SELECT 1 FROM permission_policies p
-          WHERE p.tenant_id = h.tenant_id AND p.key = h.key
-            AND p.value = h.value AND p.mode = h.mode);
-    INSERT INTO permission_history (tenant_id, key, valid_from, value, mode)
-    SELECT p.tenant_id, p.key, rev, p.value, p.mode
-    FROM permission_policies p
-    WHERE p.tenant_id = ANY (touched)
-      AND NOT EXISTS (SELECT 1 FROM permission_history h
-                      WHERE h.tenant_id = p.tenant_id AND h.key = p.key
-                        AND h.valid_to = 9223372036854775807);
     RETURN NULL;
 END;
 $$;

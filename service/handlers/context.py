@@ -5,12 +5,13 @@ from __future__ import annotations
 import msgspec
 from aiohttp import web
 
+from service.base.errors import validation_error
 from service.http.appkeys import use_cases
 from service.http.middleware import principal_of
 from service.http.requests import parse_query, path_uuid
 from service.http.responses import json_response, rendered_response
 from service.http.routing import FRESH_GET, Api
-from service.schemas.history import ContextDiffQuery, ContextQuery, parse_moment
+from service.schemas.history import ContextDiffQuery, ContextQuery, moment_of, parse_moment
 from service.views.entries import TenantContext
 from service.views.history import ContextDiff
 
@@ -29,9 +30,11 @@ api = Api("context")
 async def get_context(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
     query = parse_query(request, ContextQuery)
-    moment = query.as_of if query.as_of is not None else query.revision
-    if moment is not None:
-        field = "as_of" if query.as_of is not None else "revision"
+    named = moment_of(query.as_of, query.revision)
+    if named is not None:
+        moment, field = named
+        if query.reveal:
+            raise validation_error("reveal", "history answers are masked: no reveal with a moment")
         then = await use_cases(request).context_history.context_at(
             principal_of(request), tenant_id, moment, field
         )

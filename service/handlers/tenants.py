@@ -21,7 +21,7 @@ from service.http.responses import (
 from service.http.routing import FRESH_GET, IF_MATCH, Api
 from service.http.streaming import stream_json_array
 from service.repositories.tenants import TenantRow
-from service.schemas.history import HistoryPointQuery
+from service.schemas.history import HistoryPointQuery, moment_of
 from service.schemas.tenants import (
     ChildrenQuery,
     DescendantsQuery,
@@ -127,9 +127,9 @@ async def create_tenants_batch(request: web.Request) -> web.Response:
 async def get_tenant(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
     query = parse_query(request, GetTenantQuery)
-    moment = query.as_of if query.as_of is not None else query.revision
-    if moment is not None:
-        field = "as_of" if query.as_of is not None else "revision"
+    named = moment_of(query.as_of, query.revision)
+    if named is not None:
+        moment, field = named
         rendered = await use_cases(request).context_history.tenant_at(
             principal_of(request),
             tenant_id,
@@ -216,9 +216,9 @@ async def move_tenant(request: web.Request) -> web.Response:
 )  # fmt: skip
 async def list_ancestors(request: web.Request) -> web.Response:
     query = parse_query(request, HistoryPointQuery)
-    moment = query.as_of if query.as_of is not None else query.revision
-    if moment is not None:
-        field = "as_of" if query.as_of is not None else "revision"
+    named = moment_of(query.as_of, query.revision)
+    if named is not None:
+        moment, field = named
         then = await use_cases(request).context_history.ancestors_at(
             principal_of(request), path_uuid(request), moment, field
         )

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import msgspec
 
+from service.base.errors import validation_error
 from service.schemas.common import Strict
 from service.schemas.times import AwareDatetime, check_utc
 
@@ -41,8 +42,6 @@ def parse_moment(text: str, field: str) -> int | datetime:
 
 def check_one_moment(as_of: datetime | None, revision: int | None) -> None:
     check_utc(as_of, "as_of")
-    if as_of is not None and revision is not None:
-        raise ValueError("as_of and revision: give one of them, not both")
 
 
 class ContextQuery(Strict):
@@ -53,8 +52,6 @@ class ContextQuery(Strict):
 
     def __post_init__(self) -> None:
         check_one_moment(self.as_of, self.revision)
-        if self.reveal and (self.as_of is not None or self.revision is not None):
-            raise ValueError("reveal: history answers masked values only")
 
 
 class HistoryPointQuery(Strict):
@@ -83,3 +80,15 @@ class ContextDiffQuery(Strict):
     def __post_init__(self) -> None:
         parse_moment(self.from_, "from")
         parse_moment(self.to, "to")
+
+
+def moment_of(as_of: datetime | None, revision: int | None) -> tuple[int | datetime, str] | None:
+    """The moment a request names and the parameter naming it (None: the present);
+    ServiceError VALIDATION_ERROR when both are given."""
+    if as_of is not None and revision is not None:
+        raise validation_error("revision", "give as_of or revision, not both")
+    if as_of is not None:
+        return as_of, "as_of"
+    if revision is not None:
+        return revision, "revision"
+    return None

@@ -31,13 +31,20 @@ chain AS (
          unnest(string_to_array(ltrim(n.ancestry_path, '/'), '/')) WITH ORDINALITY AS x(part, ord)
 ),
 -- 3. Config winners at r per key: the highest lock, else the nearest entry (the rules of
---    render_tenant_context), over the versions valid at r (config_history_valid_to_idx).
+--    render_tenant_context), over the versions valid at r: per chain member one range of
+--    config_history_valid_to_idx (OFFSET 0 keeps the lookup per member; joined as a
+--    whole, the planner scans every version begun before r).
 config_winners AS (
     SELECT DISTINCT ON (ce.key)
            ce.key, ce.value, ce.sensitive, ce.locked, ce.tenant_id AS source_tenant_id
     FROM chain ch
-    JOIN config_history ce ON ce.tenant_id = ch.tenant_id
-         AND ce.valid_to > :'revision'::bigint AND ce.valid_from <= :'revision'::bigint
+    CROSS JOIN LATERAL (
+        SELECT v.key, v.value, v.sensitive, v.locked, v.tenant_id
+        FROM config_history v
+        WHERE v.tenant_id = ch.tenant_id
+          AND v.valid_to > :'revision'::bigint AND v.valid_from <= :'revision'::bigint
+        OFFSET 0
+    ) AS ce
     ORDER BY ce.key,
              ce.locked DESC,
              CASE WHEN ce.locked THEN -ch.distance ELSE ch.distance END
@@ -48,8 +55,13 @@ permission_winners AS (
     SELECT DISTINCT ON (pp.key)
            pp.key, pp.value, pp.mode, pp.tenant_id AS source_tenant_id
     FROM chain ch
-    JOIN permission_history pp ON pp.tenant_id = ch.tenant_id
-         AND pp.valid_to > :'revision'::bigint AND pp.valid_from <= :'revision'::bigint
+    CROSS JOIN LATERAL (
+        SELECT v.key, v.value, v.mode, v.tenant_id
+        FROM permission_history v
+        WHERE v.tenant_id = ch.tenant_id
+          AND v.valid_to > :'revision'::bigint AND v.valid_from <= :'revision'::bigint
+        OFFSET 0
+    ) AS pp
     WHERE ch.distance = 0 OR pp.mode <> 'LOCAL'
     ORDER BY pp.key,
              (pp.mode = 'LOCKED') DESC,
@@ -122,11 +134,19 @@ chain AS (
 bounds AS (
     SELECT v.valid_from AS revision FROM versions v
     UNION SELECT v.valid_to FROM versions v
-    UNION SELECT b FROM chain ch JOIN config_history ce ON ce.tenant_id = ch.tenant_id
-                                 AND ce.valid_to > :'from_revision'::bigint,
+    -- per chain member one range of *_history_valid_to_idx (OFFSET 0: see
+    -- render_tenant_context_at)
+    UNION SELECT b FROM chain ch,
+                   LATERAL (SELECT ce.valid_from, ce.valid_to FROM config_history ce
+                            WHERE ce.tenant_id = ch.tenant_id
+                              AND ce.valid_to > :'from_revision'::bigint
+                            OFFSET 0) AS ce,
                    LATERAL (VALUES (ce.valid_from), (ce.valid_to)) AS y(b)
-    UNION SELECT b FROM chain ch JOIN permission_history pp ON pp.tenant_id = ch.tenant_id
-                                 AND pp.valid_to > :'from_revision'::bigint,
+    UNION SELECT b FROM chain ch,
+                   LATERAL (SELECT pp.valid_from, pp.valid_to FROM permission_history pp
+                            WHERE pp.tenant_id = ch.tenant_id
+                              AND pp.valid_to > :'from_revision'::bigint
+                            OFFSET 0) AS pp,
                    LATERAL (VALUES (pp.valid_from), (pp.valid_to)) AS y(b)
 )
 SELECT b.revision
