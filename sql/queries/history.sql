@@ -15,7 +15,7 @@ FROM history_horizon h;
 -- A tenant's position at revision r with its masked context document as
 -- render_tenant_context renders it, from the history (no row: the tenant did not exist
 -- at r).
-WITH
+WITH RECURSIVE
 -- 1. The tenant's version valid at r (tenant_history_valid_to_idx).
 node AS (
     SELECT th.tenant_id AS id, th.ancestry_path, th.depth, th.isolation_strategy, th.status
@@ -30,44 +30,81 @@ chain AS (
     FROM node n,
          unnest(string_to_array(ltrim(n.ancestry_path, '/'), '/')) WITH ORDINALITY AS x(part, ord)
 ),
--- 3. Config winners at r per key: the highest lock, else the nearest entry (the rules of
---    render_tenant_context), over the versions valid at r: per chain member one range of
---    config_history_valid_to_idx (OFFSET 0 keeps the lookup per member; joined as a
---    whole, the planner scans every version begun before r).
+-- 3. Every key each chain member ever had in the kept history, by a loose scan of
+--    config_history_pkey / permission_history_pkey (one probe per key, however many
+--    versions a key has).
+config_keys AS (
+    SELECT ch.tenant_id, ch.distance,
+           (SELECT min(v.key) FROM config_history v WHERE v.tenant_id = ch.tenant_id) AS key
+    FROM chain ch
+    UNION ALL
+    SELECT k.tenant_id, k.distance,
+           (SELECT min(v.key) FROM config_history v
+            WHERE v.tenant_id = k.tenant_id AND v.key > k.key)
+    FROM config_keys k
+    WHERE k.key IS NOT NULL
+),
+permission_keys AS (
+    SELECT ch.tenant_id, ch.distance,
+           (SELECT min(v.key) FROM permission_history v WHERE v.tenant_id = ch.tenant_id) AS key
+    FROM chain ch
+    UNION ALL
+    SELECT k.tenant_id, k.distance,
+           (SELECT min(v.key) FROM permission_history v
+            WHERE v.tenant_id = k.tenant_id AND v.key > k.key)
+    FROM permission_keys k
+    WHERE k.key IS NOT NULL
+),
+-- 4. Per (member, key) the version begun last at or before r (the pkey backwards), kept
+--    when it was still valid at r.
+config_at AS (
+    SELECT k.distance, v.*
+    FROM config_keys k
+    CROSS JOIN LATERAL (
+        SELECT h.key, h.value, h.sensitive, h.locked, h.tenant_id, h.valid_to
+        FROM config_history h
+        WHERE h.tenant_id = k.tenant_id AND h.key = k.key
+          AND h.valid_from <= :'revision'::bigint
+        ORDER BY h.valid_from DESC
+        LIMIT 1
+    ) AS v
+    WHERE k.key IS NOT NULL AND v.valid_to > :'revision'::bigint
+),
+permission_at AS (
+    SELECT k.distance, v.*
+    FROM permission_keys k
+    CROSS JOIN LATERAL (
+        SELECT h.key, h.value, h.mode, h.tenant_id, h.valid_to
+        FROM permission_history h
+        WHERE h.tenant_id = k.tenant_id AND h.key = k.key
+          AND h.valid_from <= :'revision'::bigint
+        ORDER BY h.valid_from DESC
+        LIMIT 1
+    ) AS v
+    WHERE k.key IS NOT NULL AND v.valid_to > :'revision'::bigint
+),
+-- 5. Config winners at r per key: the highest lock, else the nearest entry (the rules of
+--    render_tenant_context).
 config_winners AS (
     SELECT DISTINCT ON (ce.key)
            ce.key, ce.value, ce.sensitive, ce.locked, ce.tenant_id AS source_tenant_id
-    FROM chain ch
-    CROSS JOIN LATERAL (
-        SELECT v.key, v.value, v.sensitive, v.locked, v.tenant_id
-        FROM config_history v
-        WHERE v.tenant_id = ch.tenant_id
-          AND v.valid_to > :'revision'::bigint AND v.valid_from <= :'revision'::bigint
-        OFFSET 0
-    ) AS ce
+    FROM config_at ce
     ORDER BY ce.key,
              ce.locked DESC,
-             CASE WHEN ce.locked THEN -ch.distance ELSE ch.distance END
+             CASE WHEN ce.locked THEN -ce.distance ELSE ce.distance END
 ),
--- 4. Permission winners at r: the highest LOCKED policy, else the nearest one;
+-- 6. Permission winners at r: the highest LOCKED policy, else the nearest one;
 --    ancestors' LOCAL policies do not count.
 permission_winners AS (
     SELECT DISTINCT ON (pp.key)
            pp.key, pp.value, pp.mode, pp.tenant_id AS source_tenant_id
-    FROM chain ch
-    CROSS JOIN LATERAL (
-        SELECT v.key, v.value, v.mode, v.tenant_id
-        FROM permission_history v
-        WHERE v.tenant_id = ch.tenant_id
-          AND v.valid_to > :'revision'::bigint AND v.valid_from <= :'revision'::bigint
-        OFFSET 0
-    ) AS pp
-    WHERE ch.distance = 0 OR pp.mode <> 'LOCAL'
+    FROM permission_at pp
+    WHERE pp.distance = 0 OR pp.mode <> 'LOCAL'
     ORDER BY pp.key,
              (pp.mode = 'LOCKED') DESC,
-             CASE WHEN pp.mode = 'LOCKED' THEN -ch.distance ELSE ch.distance END
+             CASE WHEN pp.mode = 'LOCKED' THEN -pp.distance ELSE pp.distance END
 )
--- 5. The document, built as render_tenant_context builds it.
+-- 7. The document, built as render_tenant_context builds it.
 SELECT t.id, t.ancestry_path, t.depth, t.status,
        json_build_object(
            'tenant_id', t.id,
