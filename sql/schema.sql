@@ -1348,7 +1348,7 @@ CREATE INDEX audit_logs_tenant_idx ON public.audit_logs USING btree (tenant_id, 
 
 CREATE INDEX config_entries_locked_idx ON public.config_entries USING btree (key, tenant_id) WHERE locked;
 
-CREATE INDEX config_history_purge_idx ON public.config_history USING btree (valid_to);
+CREATE INDEX config_history_purge_idx ON public.config_history USING btree (valid_to) WHERE (valid_to < '9223372036854775807'::bigint);
 
 CREATE INDEX config_history_valid_from_idx ON public.config_history USING btree (valid_from);
 
@@ -1374,7 +1374,7 @@ CREATE INDEX idempotency_keys_created_idx ON public.idempotency_keys USING btree
 
 CREATE INDEX idempotency_keys_mentioned_idx ON public.idempotency_keys USING gin (mentioned_ids);
 
-CREATE INDEX permission_history_purge_idx ON public.permission_history USING btree (valid_to);
+CREATE INDEX permission_history_purge_idx ON public.permission_history USING btree (valid_to) WHERE (valid_to < '9223372036854775807'::bigint);
 
 CREATE INDEX permission_history_valid_from_idx ON public.permission_history USING btree (valid_from);
 
@@ -1386,7 +1386,7 @@ CREATE UNIQUE INDEX roles_name_key ON public.roles USING btree (COALESCE(tenant_
 
 CREATE INDEX tenant_closure_descendant_idx ON public.tenant_closure USING btree (descendant_id) INCLUDE (ancestor_id, depth);
 
-CREATE INDEX tenant_history_purge_idx ON public.tenant_history USING btree (valid_to);
+CREATE INDEX tenant_history_purge_idx ON public.tenant_history USING btree (valid_to) WHERE (valid_to < '9223372036854775807'::bigint);
 
 CREATE INDEX tenant_history_valid_from_idx ON public.tenant_history USING btree (valid_from);
 

@@ -42,7 +42,10 @@ CREATE TABLE tenant_history (
 );
 -- "the version valid at r": valid_to > r, newest ranges first to end
 CREATE INDEX tenant_history_valid_to_idx ON tenant_history (tenant_id, valid_to);
-CREATE INDEX tenant_history_purge_idx ON tenant_history (valid_to);
+-- Closed versions only (retention, reverts): open ones are found per tenant, and an
+-- index of every open version would tempt the planner to read them all.
+CREATE INDEX tenant_history_purge_idx ON tenant_history (valid_to)
+    WHERE valid_to < 9223372036854775807;
 CREATE INDEX tenant_history_valid_from_idx ON tenant_history (valid_from);
 
 CREATE TABLE config_history (
@@ -59,7 +62,8 @@ CREATE TABLE config_history (
     CONSTRAINT config_history_pkey PRIMARY KEY (tenant_id, key, valid_from)
 );
 CREATE INDEX config_history_valid_to_idx ON config_history (tenant_id, valid_to);
-CREATE INDEX config_history_purge_idx ON config_history (valid_to);
+CREATE INDEX config_history_purge_idx ON config_history (valid_to)
+    WHERE valid_to < 9223372036854775807;
 -- what one revision changed (reverts)
 CREATE INDEX config_history_valid_from_idx ON config_history (valid_from);
 
@@ -73,7 +77,8 @@ CREATE TABLE permission_history (
     CONSTRAINT permission_history_pkey PRIMARY KEY (tenant_id, key, valid_from)
 );
 CREATE INDEX permission_history_valid_to_idx ON permission_history (tenant_id, valid_to);
-CREATE INDEX permission_history_purge_idx ON permission_history (valid_to);
+CREATE INDEX permission_history_purge_idx ON permission_history (valid_to)
+    WHERE valid_to < 9223372036854775807;
 CREATE INDEX permission_history_valid_from_idx ON permission_history (valid_from);
 
 -- What exists now is the history's start.

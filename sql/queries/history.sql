@@ -213,15 +213,18 @@ horizon AS (
 ),
 -- 2. Versions no revision at or after the horizon can see (the *_purge_idx ranges).
 tenants_gone AS (
-    DELETE FROM tenant_history th USING horizon h WHERE th.valid_to <= h.revision
+    DELETE FROM tenant_history th USING horizon h
+    WHERE th.valid_to <= h.revision AND th.valid_to < 9223372036854775807
     RETURNING 1
 ),
 config_gone AS (
-    DELETE FROM config_history ce USING horizon h WHERE ce.valid_to <= h.revision
+    DELETE FROM config_history ce USING horizon h
+    WHERE ce.valid_to <= h.revision AND ce.valid_to < 9223372036854775807
     RETURNING 1
 ),
 permissions_gone AS (
-    DELETE FROM permission_history pp USING horizon h WHERE pp.valid_to <= h.revision
+    DELETE FROM permission_history pp USING horizon h
+    WHERE pp.valid_to <= h.revision AND pp.valid_to < 9223372036854775807
     RETURNING 1
 ),
 revisions_gone AS (
@@ -248,9 +251,12 @@ WITH horizon AS (
     ORDER BY hr.committed_at DESC, hr.revision DESC
     LIMIT 1
 )
-SELECT (SELECT count(*) FROM tenant_history th, horizon h WHERE th.valid_to <= h.revision)
-       + (SELECT count(*) FROM config_history ce, horizon h WHERE ce.valid_to <= h.revision)
-       + (SELECT count(*) FROM permission_history pp, horizon h WHERE pp.valid_to <= h.revision)
+SELECT (SELECT count(*) FROM tenant_history th, horizon h
+          WHERE th.valid_to <= h.revision AND th.valid_to < 9223372036854775807)
+       + (SELECT count(*) FROM config_history ce, horizon h
+          WHERE ce.valid_to <= h.revision AND ce.valid_to < 9223372036854775807)
+       + (SELECT count(*) FROM permission_history pp, horizon h
+          WHERE pp.valid_to <= h.revision AND pp.valid_to < 9223372036854775807)
        + (SELECT count(*) FROM history_revisions hr, horizon h WHERE hr.revision < h.revision)
        AS removed;
 
@@ -263,10 +269,12 @@ WITH
 -- 1. The keys r touched (the *_valid_from_idx and *_purge_idx equalities).
 touched AS (
     SELECT 'config' AS kind, ce.tenant_id, ce.key FROM config_history ce
-    WHERE ce.valid_from = :'revision'::bigint OR ce.valid_to = :'revision'::bigint
+    WHERE ce.valid_from = :'revision'::bigint
+       OR (ce.valid_to = :'revision'::bigint AND ce.valid_to < 9223372036854775807)
     UNION
     SELECT 'permission', pp.tenant_id, pp.key FROM permission_history pp
-    WHERE pp.valid_from = :'revision'::bigint OR pp.valid_to = :'revision'::bigint
+    WHERE pp.valid_from = :'revision'::bigint
+       OR (pp.valid_to = :'revision'::bigint AND pp.valid_to < 9223372036854775807)
 ),
 -- 2. Per key: every version's bounds (config_history_pkey / permission_history_pkey).
 versions AS (
