@@ -138,7 +138,13 @@ BEGIN
         FROM unnest(tenanted) AS x(id)
         WHERE NOT EXISTS (SELECT 1 FROM tenants t WHERE t.id = x.id);
         IF gone IS NOT NULL THEN
-            DELETE FROM tenant_history WHERE tenant_id = ANY (gone);
+            -- A purge forgets the tenant's ids everywhere in the history: its versions,
+            -- and every version of another tenant whose path ran through it (one
+            -- moved out of its subtree earlier). Purges are rare; this reads the table.
+            DELETE FROM tenant_history h
+            WHERE h.tenant_id = ANY (gone)
+               OR EXISTS (SELECT 1 FROM unnest(gone) AS g(id)
+                          WHERE strpos(h.ancestry_path, g.id::text) > 0);
             DELETE FROM config_history WHERE tenant_id = ANY (gone);
             DELETE FROM permission_history WHERE tenant_id = ANY (gone);
         END IF;
