@@ -358,6 +358,20 @@ async def test_revert_restores_the_earlier_answer_and_refuses_conflicts(
     assert status == 200, forced
     assert (await get_json(client, ctx, admin)) == recorded
 
+    # A later move of a tenant whose entry the revision changed conflicts too.
+    own = await _write(
+        client, admin, "PUT", f"/api/v1/tenants/{child['id']}/config/mode", json={"value": 1}
+    )
+    moved = await _write(
+        client, admin, "POST", f"/api/v1/tenants/{child['id']}/move",
+        json={"new_parent_id": other["id"]},
+    )  # fmt: skip
+    status, refused, _ = await _revert(client, admin, own)
+    assert status == 409
+    assert refused["error"]["details"] == [
+        {"field": f"tenant:{child['id']}", "message": f"moved later by revision {moved}"}
+    ]
+
     # Tenants created in a revision are not reverted; scoped keys revert inside only.
     created = await create_tenant(client, admin, parent_id=root["id"])
     created_rev = await db_conn.fetchval(

@@ -61,6 +61,16 @@ class HistoryRepository(Repository):
     _restore_permission = NamedSql("restore_permission_policy")
     _remove_config = NamedSql("remove_config_entry")
     _remove_permission = NamedSql("remove_permission_policy")
+    _later_moves = NamedSql("list_later_moves")
+
+    async def list_later_moves(
+        self, conn: asyncpg.Connection, tenant_ids: list[UUID], revision: int
+    ) -> dict[UUID, list[int]]:
+        """Per tenant, the revisions after `revision` that moved it."""
+        moves: dict[UUID, list[int]] = {}
+        for row in await self._later_moves.many(conn, tenant_ids=tenant_ids, revision=revision):
+            moves.setdefault(row["tenant_id"], []).append(int(row["revision"]))
+        return moves
 
     async def list_revision_entry_changes(
         self, conn: asyncpg.Connection, revision: int

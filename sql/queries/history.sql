@@ -339,3 +339,13 @@ DELETE FROM config_entries WHERE tenant_id = :'tenant_id' AND key = :'key';
 -- name: remove_permission_policy :exec
 -- Remove a permission policy a reverted revision had created.
 DELETE FROM permission_policies WHERE tenant_id = :'tenant_id' AND key = :'key';
+
+-- name: list_later_moves :many
+-- Of the given tenants, each revision after r that moved it (a version begun after r
+-- whose path differs from the one before it), in revision order (tenant_history_pkey).
+SELECT th.tenant_id, th.valid_from AS revision
+FROM unnest(:'tenant_ids'::uuid[]) AS x(id)
+JOIN tenant_history th ON th.tenant_id = x.id AND th.valid_from > :'revision'::bigint
+JOIN tenant_history prior ON prior.tenant_id = th.tenant_id AND prior.valid_to = th.valid_from
+WHERE prior.ancestry_path <> th.ancestry_path
+ORDER BY th.tenant_id, th.valid_from;

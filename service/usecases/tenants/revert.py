@@ -68,19 +68,28 @@ class RevisionReverts:
                         conn, self.deps.repos.tenants, principal, tenant_id
                     )
                 changes = await self.repo.list_revision_entry_changes(conn, revision)
-            conflicts = [c for c in changes if c.later_revisions]
-            if conflicts and not force:
+            moves = await self.repo.list_later_moves(
+                conn, sorted({c.tenant_id for c in changes}), revision
+            )
+            details = [
+                FieldError(
+                    f"{c.kind}:{c.tenant_id}:{c.key}",
+                    "changed later by revision " + ", ".join(str(r) for r in c.later_revisions),
+                )
+                for c in changes
+                if c.later_revisions
+            ] + [
+                FieldError(
+                    f"tenant:{tenant_id}",
+                    "moved later by revision " + ", ".join(str(r) for r in revisions),
+                )
+                for tenant_id, revisions in sorted(moves.items())
+            ]
+            if details and not force:
                 raise ServiceError(
                     "REVERT_CONFLICT",
                     f"later revisions changed what revision {revision} changed",
-                    details=[
-                        FieldError(
-                            f"{c.kind}:{c.tenant_id}:{c.key}",
-                            "changed later by revision "
-                            + ", ".join(str(r) for r in c.later_revisions),
-                        )
-                        for c in conflicts
-                    ],
+                    details=details,
                 )
             if not dry_run:
                 await self._apply(conn, actor, revision, changes)
