@@ -594,6 +594,9 @@ CREATE FUNCTION public.note_audit_entries() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
+    IF current_user = 'tenant_service_audit' THEN
+        RETURN NULL;
+    END IF;
     INSERT INTO context_change_pending (xid, what, audit_id)
     SELECT pg_current_xact_id(), 'a', n.id FROM new_rows n;
     IF FOUND THEN
@@ -702,6 +705,119 @@ CREATE FUNCTION public.notify_role_change() RETURNS trigger
     AS $$
 BEGIN
     PERFORM pg_notify('tenant_service_api_keys', 'role:' || OLD.id::text);
+    RETURN NULL;
+END;
+$$;
+
+CREATE FUNCTION public.record_context_history() RETURNS trigger
+    LANGUAGE plpgsql
+    SET enable_nestloop TO 'on'
+    AS $$
+DECLARE
+    rev      bigint := NEW.revision;
+    open_to  constant bigint := 9223372036854775807;
+    tenanted uuid[];
+    entried  uuid[];
+    gone     uuid[];
+BEGIN
+    INSERT INTO history_revisions (revision, committed_at, audit_ids)
+    VALUES (rev, NEW.committed_at, NEW.audit_ids);
+    SELECT array_agg(DISTINCT p.tenant_id) FILTER (WHERE p.what IN ('c', 'n', 'd')),
+           array_agg(DISTINCT p.tenant_id) FILTER (WHERE p.what = 's')
+    INTO tenanted, entried
+    FROM context_change_pending p
+    WHERE p.xid = pg_current_xact_id() AND p.tenant_id IS NOT NULL;
+
+    IF tenanted IS NOT NULL THEN
+        SELECT array_agg(x.id) INTO gone
+        FROM unnest(tenanted) AS x(id)
+        WHERE NOT EXISTS (SELECT 1 FROM tenants t WHERE t.id = x.id);
+        IF gone IS NOT NULL THEN
+            DELETE FROM tenant_history h
+            WHERE h.tenant_id = ANY (gone)
+               OR EXISTS (SELECT 1 FROM unnest(gone) AS g(id)
+                          WHERE strpos(h.ancestry_path, g.id::text) > 0);
+            DELETE FROM config_history WHERE tenant_id = ANY (gone);
+            DELETE FROM permission_history WHERE tenant_id = ANY (gone);
+        END IF;
+        WITH closed AS (
+            UPDATE tenant_history h SET valid_to = rev
+            WHERE h.tenant_id = ANY (tenanted) AND h.valid_to = open_to
+              AND NOT EXISTS (
+                  SELECT 1 FROM tenants t
+                  WHERE t.id = h.tenant_id
+                    AND (t.parent_id, t.name, t.slug, t.ancestry_path, t.depth, t.metadata,
+                         t.isolation_strategy, t.region, t.status, t.deleted_at,
+                         t.created_at, t.updated_at)
+                        IS NOT DISTINCT FROM
+                        (h.parent_id, h.name, h.slug, h.ancestry_path, h.depth, h.metadata,
+                         h.isolation_strategy, h.region, h.status, h.deleted_at,
+                         h.created_at, h.updated_at))
+            RETURNING 1
+        )
+        INSERT INTO tenant_history (tenant_id, valid_from, parent_id, name, slug,
+                                    ancestry_path, depth, metadata, isolation_strategy,
+                                    region, status, deleted_at, created_at, updated_at)
+        SELECT t.id, rev, t.parent_id, t.name, t.slug, t.ancestry_path, t.depth, t.metadata,
+               t.isolation_strategy, t.region, t.status, t.deleted_at, t.created_at,
+               t.updated_at
+        FROM tenants t
+        WHERE t.id = ANY (tenanted)
+          AND NOT EXISTS (
+              SELECT 1 FROM tenant_history h
+              WHERE h.tenant_id = t.id AND h.valid_to = open_to
+                AND (t.parent_id, t.name, t.slug, t.ancestry_path, t.depth, t.metadata,
+                     t.isolation_strategy, t.region, t.status, t.deleted_at, t.created_at,
+                     t.updated_at)
+                    IS NOT DISTINCT FROM
+                    (h.parent_id, h.name, h.slug, h.ancestry_path, h.depth, h.metadata,
+                     h.isolation_strategy, h.region, h.status, h.deleted_at, h.created_at,
+                     h.updated_at));
+    END IF;
+
+    IF entried IS NOT NULL THEN
+        WITH closed AS (
+            UPDATE config_history h SET valid_to = rev
+            WHERE h.tenant_id = ANY (entried) AND h.valid_to = open_to
+              AND NOT EXISTS (
+                  SELECT 1 FROM config_entries c
+                  WHERE c.tenant_id = h.tenant_id AND c.key = h.key
+                    AND (c.value, c.locked, c.sensitive, c.reveal_to_descendants, c.updated_at)
+                        IS NOT DISTINCT FROM
+                        (h.value, h.locked, h.sensitive, h.reveal_to_descendants, h.updated_at))
+            RETURNING 1
+        )
+        INSERT INTO config_history (tenant_id, key, valid_from, value, encrypted_value, locked,
+                                    sensitive, reveal_to_descendants, updated_at)
+        SELECT c.tenant_id, c.key, rev, c.value, c.encrypted_value, c.locked, c.sensitive,
+               c.reveal_to_descendants, c.updated_at
+        FROM config_entries c
+        WHERE c.tenant_id = ANY (entried)
+          AND NOT EXISTS (
+              SELECT 1 FROM config_history h
+              WHERE h.tenant_id = c.tenant_id AND h.key = c.key AND h.valid_to = open_to
+                AND (c.value, c.locked, c.sensitive, c.reveal_to_descendants, c.updated_at)
+                    IS NOT DISTINCT FROM
+                    (h.value, h.locked, h.sensitive, h.reveal_to_descendants, h.updated_at));
+
+        WITH closed AS (
+            UPDATE permission_history h SET valid_to = rev
+            WHERE h.tenant_id = ANY (entried) AND h.valid_to = open_to
+              AND NOT EXISTS (
+                  SELECT 1 FROM permission_policies p
+                  WHERE p.tenant_id = h.tenant_id AND p.key = h.key
+                    AND p.value = h.value AND p.mode = h.mode)
+            RETURNING 1
+        )
+        INSERT INTO permission_history (tenant_id, key, valid_from, value, mode)
+        SELECT p.tenant_id, p.key, rev, p.value, p.mode
+        FROM permission_policies p
+        WHERE p.tenant_id = ANY (entried)
+          AND NOT EXISTS (
+              SELECT 1 FROM permission_history h
+              WHERE h.tenant_id = p.tenant_id AND h.key = p.key AND h.valid_to = open_to
+                AND p.value = h.value AND p.mode = h.mode);
+    END IF;
     RETURN NULL;
 END;
 $$;
@@ -873,6 +989,19 @@ CREATE TABLE public.config_entries (
     CONSTRAINT config_entries_value_storage CHECK (((sensitive AND (value IS NULL) AND (encrypted_value IS NOT NULL)) OR ((NOT sensitive) AND (value IS NOT NULL) AND (encrypted_value IS NULL))))
 );
 
+CREATE TABLE public.config_history (
+    tenant_id uuid NOT NULL,
+    key text NOT NULL,
+    valid_from bigint NOT NULL,
+    valid_to bigint DEFAULT '9223372036854775807'::bigint NOT NULL,
+    value jsonb,
+    encrypted_value text,
+    locked boolean NOT NULL,
+    sensitive boolean NOT NULL,
+    reveal_to_descendants boolean NOT NULL,
+    updated_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE public.config_schemas (
     tenant_id uuid NOT NULL,
     key text NOT NULL,
@@ -977,6 +1106,19 @@ CREATE TABLE public.events (
     created_at timestamp with time zone DEFAULT now() NOT NULL
 );
 
+CREATE TABLE public.history_horizon (
+    only_row boolean DEFAULT true NOT NULL,
+    kept_from bigint NOT NULL,
+    kept_since timestamp with time zone NOT NULL,
+    CONSTRAINT history_horizon_one CHECK (only_row)
+);
+
+CREATE TABLE public.history_revisions (
+    revision bigint NOT NULL,
+    committed_at timestamp with time zone NOT NULL,
+    audit_ids uuid[] NOT NULL
+);
+
 CREATE TABLE public.idempotency_keys (
     id uuid NOT NULL,
     key_hash bytea NOT NULL,
@@ -987,6 +1129,15 @@ CREATE TABLE public.idempotency_keys (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT idempotency_keys_hash_lengths CHECK (((octet_length(key_hash) = 32) AND (octet_length(request_hash) = 32))),
     CONSTRAINT idempotency_keys_status_range CHECK (((status >= 200) AND (status <= 299)))
+);
+
+CREATE TABLE public.permission_history (
+    tenant_id uuid NOT NULL,
+    key text NOT NULL,
+    valid_from bigint NOT NULL,
+    valid_to bigint DEFAULT '9223372036854775807'::bigint NOT NULL,
+    value boolean NOT NULL,
+    mode text NOT NULL
 );
 
 CREATE TABLE public.permission_policies (
@@ -1094,6 +1245,24 @@ CREATE VIEW public.tenant_documents AS
     public.svc_iso_time(updated_at) AS updated_at
    FROM public.tenant_details td;
 
+CREATE TABLE public.tenant_history (
+    tenant_id uuid NOT NULL,
+    valid_from bigint NOT NULL,
+    valid_to bigint DEFAULT '9223372036854775807'::bigint NOT NULL,
+    parent_id uuid,
+    name text NOT NULL,
+    slug text NOT NULL,
+    ancestry_path text NOT NULL COLLATE pg_catalog."C",
+    depth integer NOT NULL,
+    metadata jsonb NOT NULL,
+    isolation_strategy text NOT NULL,
+    region text NOT NULL,
+    status text NOT NULL,
+    deleted_at timestamp with time zone,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE public.webhook_deliveries (
     id uuid NOT NULL,
     webhook_id uuid NOT NULL,
@@ -1181,6 +1350,9 @@ ALTER TABLE ONLY public.config_budgets
 ALTER TABLE ONLY public.config_entries
     ADD CONSTRAINT config_entries_pkey PRIMARY KEY (tenant_id, key);
 
+ALTER TABLE ONLY public.config_history
+    ADD CONSTRAINT config_history_pkey PRIMARY KEY (tenant_id, key, valid_from);
+
 ALTER TABLE ONLY public.config_schemas
     ADD CONSTRAINT config_schemas_pkey PRIMARY KEY (tenant_id, key);
 
@@ -1202,11 +1374,20 @@ ALTER TABLE ONLY public.context_revisions
 ALTER TABLE ONLY public.events
     ADD CONSTRAINT events_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY public.history_horizon
+    ADD CONSTRAINT history_horizon_pkey PRIMARY KEY (only_row);
+
+ALTER TABLE ONLY public.history_revisions
+    ADD CONSTRAINT history_revisions_pkey PRIMARY KEY (revision);
+
 ALTER TABLE ONLY public.idempotency_keys
     ADD CONSTRAINT idempotency_keys_key_hash_key UNIQUE (key_hash);
 
 ALTER TABLE ONLY public.idempotency_keys
     ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.permission_history
+    ADD CONSTRAINT permission_history_pkey PRIMARY KEY (tenant_id, key, valid_from);
 
 ALTER TABLE ONLY public.permission_policies
     ADD CONSTRAINT permission_policies_pkey PRIMARY KEY (tenant_id, key);
@@ -1228,6 +1409,9 @@ ALTER TABLE ONLY public.tenant_config_holders
 
 ALTER TABLE ONLY public.tenant_config_holders
     ADD CONSTRAINT tenant_config_holders_pkey PRIMARY KEY (tenant_id);
+
+ALTER TABLE ONLY public.tenant_history
+    ADD CONSTRAINT tenant_history_pkey PRIMARY KEY (tenant_id, valid_from);
 
 ALTER TABLE ONLY public.tenants
     ADD CONSTRAINT tenants_pkey PRIMARY KEY (id);
@@ -1271,6 +1455,12 @@ CREATE INDEX config_entries_expires_at_idx ON public.config_entries USING btree 
 
 CREATE INDEX config_entries_locked_idx ON public.config_entries USING btree (key, tenant_id) WHERE locked;
 
+CREATE INDEX config_history_purge_idx ON public.config_history USING btree (valid_to) WHERE (valid_to < '9223372036854775807'::bigint);
+
+CREATE INDEX config_history_valid_from_idx ON public.config_history USING btree (valid_from);
+
+CREATE INDEX config_history_valid_to_idx ON public.config_history USING btree (tenant_id, valid_to);
+
 CREATE INDEX consents_ended_idx ON public.consents USING btree (LEAST(revoked_at, expires_at), id) WHERE ((revoked_at IS NOT NULL) OR (expires_at IS NOT NULL));
 
 CREATE INDEX consents_tenant_idx ON public.consents USING btree (tenant_id, id);
@@ -1285,9 +1475,17 @@ CREATE INDEX events_created_at_idx ON public.events USING btree (created_at);
 
 CREATE INDEX events_tenant_idx ON public.events USING btree (tenant_id);
 
+CREATE INDEX history_revisions_committed_at_idx ON public.history_revisions USING btree (committed_at, revision);
+
 CREATE INDEX idempotency_keys_created_idx ON public.idempotency_keys USING btree (created_at, id);
 
 CREATE INDEX idempotency_keys_mentioned_idx ON public.idempotency_keys USING gin (mentioned_ids);
+
+CREATE INDEX permission_history_purge_idx ON public.permission_history USING btree (valid_to) WHERE (valid_to < '9223372036854775807'::bigint);
+
+CREATE INDEX permission_history_valid_from_idx ON public.permission_history USING btree (valid_from);
+
+CREATE INDEX permission_history_valid_to_idx ON public.permission_history USING btree (tenant_id, valid_to);
 
 CREATE INDEX permission_policies_expires_at_idx ON public.permission_policies USING btree (expires_at) WHERE (expires_at IS NOT NULL);
 
@@ -1296,6 +1494,12 @@ CREATE INDEX permission_policies_locked_idx ON public.permission_policies USING 
 CREATE UNIQUE INDEX roles_name_key ON public.roles USING btree (COALESCE(tenant_id, '00000000-0000-0000-0000-000000000000'::uuid), lower(name));
 
 CREATE INDEX tenant_closure_descendant_idx ON public.tenant_closure USING btree (descendant_id) INCLUDE (ancestor_id, depth);
+
+CREATE INDEX tenant_history_purge_idx ON public.tenant_history USING btree (valid_to) WHERE (valid_to < '9223372036854775807'::bigint);
+
+CREATE INDEX tenant_history_valid_from_idx ON public.tenant_history USING btree (valid_from);
+
+CREATE INDEX tenant_history_valid_to_idx ON public.tenant_history USING btree (tenant_id, valid_to);
 
 CREATE UNIQUE INDEX tenants_ancestry_path_key ON public.tenants USING btree (ancestry_path);
 
@@ -1366,6 +1570,8 @@ CREATE TRIGGER config_entries_update_announce AFTER UPDATE ON public.config_entr
 CREATE TRIGGER config_entries_update_revision AFTER UPDATE ON public.config_entries REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.note_entry_changes();
 
 CREATE CONSTRAINT TRIGGER context_change_marks_commit AFTER INSERT ON public.context_change_marks DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.commit_context_revision();
+
+CREATE TRIGGER context_revisions_record_history AFTER INSERT ON public.context_revisions FOR EACH ROW EXECUTE FUNCTION public.record_context_history();
 
 CREATE TRIGGER permission_policies_delete_announce AFTER DELETE ON public.permission_policies REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.announce_entry_changes();
 

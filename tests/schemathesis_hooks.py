@@ -117,11 +117,15 @@ LEGITIMATE_REFUSALS: dict[int, dict[str, str]] = {
         for code, status in STATUS_BY_CODE.items()
         if status == 409 and code != "IDEMPOTENCY_KEY_IN_USE"
     },
-    410: {"TENANT_ARCHIVED": "the tenant was archived by an earlier request"},
+    410: {
+        "TENANT_ARCHIVED": "the tenant was archived by an earlier request",
+        "HISTORY_UNAVAILABLE": "a generated moment before the kept history",
+    },
     412: {"PRECONDITION_FAILED": "a generated If-Match names another version"},
     422: {
         "CONFIG_SCHEMA_VIOLATION": "a value schema declared by an earlier request refuses it",
         "BUDGET_NOT_NUMERIC": "a budget declared by an earlier request wants a number",
+        "REVERT_UNSUPPORTED": "the generated revision changed tenants, not only entries",
     },
 }
 # VALIDATION_ERRORs of rules across fields or across time, by field.
@@ -144,6 +148,12 @@ CROSS_FIELD_RULES = {
     "config": "free-form config values refuse NUL, deep nesting and huge integers",
     "metadata": "free-form metadata refuses NUL, deep nesting and huge integers",
     "cursor": "a page's cursor must lie in the subtree of the tenant in the path",
+    # A moment of the history: one of as_of and revision, in the past, not past the
+    # newest revision; a masked history takes no reveal; a diff's from is not after to.
+    "as_of": "a moment is in the past, and named by as_of or revision, not both",
+    "revision": "a revision exists (not past the newest), named by as_of or revision only",
+    "reveal": "history answers are masked: no reveal with as_of or revision",
+    "from": "a diff's from is a revision or time at or before to",
     # A value schema must be a valid, self-contained draft 2020-12 JSON Schema, which the
     # document's "an object" cannot state.
     "schema": "a value schema must be a valid draft 2020-12 JSON Schema",

@@ -163,6 +163,7 @@ async def test_dry_run_counts_equal_the_real_run_and_survivors_stay(client, db_c
     expected = {
         "audit_logs": 7, "webhook_deliveries": 4, "events": 2, "consents": 3,
         "archived_tenants": 5, "idempotency_keys": 0, "context_revisions": 0,
+        "context_history": 0,
     }  # fmt: skip
     assert {k: len(v) for k, v in gone.items() if k != "tenants"} == {
         "audit_logs": 7, "webhook_deliveries": 4, "events": 2, "consents": 3,
@@ -250,7 +251,8 @@ async def test_zero_days_keeps_everything(client, admin, db_conn, settings_env) 
     await build(client, admin, db_conn)
     before = await table_ids(db_conn)
     zeros = dict.fromkeys(("audit_logs", "webhook_deliveries", "events", "consents",
-                           "archived_tenants", "idempotency_keys", "context_revisions"),
+                           "archived_tenants", "idempotency_keys", "context_revisions",
+                           "context_history"),
                           0)  # fmt: skip
     assert await purge_expired(client, admin, dry_run=True) == {"dry_run": True, **zeros}
     assert await purge_expired(client, admin, dry_run=False) == {"dry_run": False, **zeros}

@@ -64,6 +64,7 @@ TIERS: dict[str, frozenset[str]] = {
     "cluster": frozenset({"test_ha_cluster"}),
     "slow": frozenset(
         {
+            "test_history",
             "test_move_race",
             "test_schemathesis",
             "test_tenant_tree_options",

@@ -21,6 +21,7 @@ from service.http.responses import (
 from service.http.routing import FRESH_GET, IF_MATCH, Api
 from service.http.streaming import stream_json_array
 from service.repositories.tenants import TenantRow
+from service.schemas.history import HistoryPointQuery, moment_of
 from service.schemas.tenants import (
     ChildrenQuery,
     DescendantsQuery,
@@ -122,14 +123,25 @@ async def create_tenants_batch(request: web.Request) -> web.Response:
 @api.route(
     "GET", "/api/v1/tenants/{id}", summary="Get a tenant (ETag; If-None-Match answers 304)",
     query=GetTenantQuery, response=Tenant, extra=FRESH_GET,
-    errors=TENANT_ERRORS,
+    errors=(*TENANT_ERRORS, "HISTORY_UNAVAILABLE"),
 )  # fmt: skip
 async def get_tenant(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
     query = parse_query(request, GetTenantQuery)
-    rendered = await use_cases(request).tenant_queries.rendered(
-        principal_of(request), tenant_id, include_archived=query.include_archived
-    )
+    named = moment_of(query.as_of, query.revision)
+    if named is not None:
+        moment, field = named
+        rendered = await use_cases(request).context_history.tenant_at(
+            principal_of(request),
+            tenant_id,
+            moment,
+            field,
+            include_archived=query.include_archived,
+        )
+    else:
+        rendered = await use_cases(request).tenant_queries.rendered(
+            principal_of(request), tenant_id, include_archived=query.include_archived
+        )
     return rendered_response(request, rendered)
 
 
@@ -203,9 +215,17 @@ async def move_tenant(request: web.Request) -> web.Response:
 
 @api.route(
     "GET", "/api/v1/tenants/{id}/ancestors", summary="Ancestors, root first",
-    response=list[Tenant], errors=TENANT_ERRORS,
+    query=HistoryPointQuery, response=list[Tenant], errors=(*TENANT_ERRORS, "HISTORY_UNAVAILABLE"),
 )  # fmt: skip
 async def list_ancestors(request: web.Request) -> web.Response:
+    query = parse_query(request, HistoryPointQuery)
+    named = moment_of(query.as_of, query.revision)
+    if named is not None:
+        moment, field = named
+        then = await use_cases(request).context_history.ancestors_at(
+            principal_of(request), path_uuid(request), moment, field
+        )
+        return json_response(then)
     found = await use_cases(request).tenant_queries.ancestors(
         principal_of(request), path_uuid(request)
     )

@@ -18,6 +18,7 @@ from service.repositories.deliveries import DeliveriesRepository
 from service.repositories.encryption_keys import EncryptionKeysRepository
 from service.repositories.gdpr import GdprRepository
 from service.repositories.health import HealthRepository
+from service.repositories.history import HistoryRepository
 from service.repositories.idempotency import IdempotencyRepository
 from service.repositories.impact import ImpactRepository
 from service.repositories.metrics import MetricsRepository
@@ -65,6 +66,7 @@ class Repositories:
     revisions: RevisionsRepository
     protection: ProtectionRepository
     change_requests: ChangeRequestsRepository
+    history: HistoryRepository
 
     @classmethod
     def build(cls, queries: Queries) -> Repositories:
@@ -97,4 +99,5 @@ class Repositories:
             revisions=RevisionsRepository(queries),
             protection=ProtectionRepository(queries),
             change_requests=ChangeRequestsRepository(queries),
+            history=HistoryRepository(queries),
         )

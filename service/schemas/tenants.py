@@ -18,6 +18,8 @@ from service.schemas.common import (
     check_json,
     check_text,
 )
+from service.schemas.history import Revision, check_one_moment
+from service.schemas.times import AwareDatetime
 
 SLUG_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
 TenantName = Annotated[str, msgspec.Meta(min_length=1, max_length=255, extra_json_schema=NO_NUL)]
@@ -110,6 +112,12 @@ class ListTenantsQuery(Strict):
 
 class GetTenantQuery(Strict):
     include_archived: bool = False
+    # The tenant as it was then (docs/history.md).
+    as_of: AwareDatetime | None = None
+    revision: Revision | None = None
+
+    def __post_init__(self) -> None:
+        check_one_moment(self.as_of, self.revision)
 
 
 class ChildrenQuery(Strict):

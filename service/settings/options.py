@@ -79,6 +79,9 @@ class Settings:
     # The revision log (docs/context-delivery.md): how long a stream position can be
     # resumed exactly (0: forever).
     revision_retention_days: int = 7
+    # The history of the resolved view (docs/history.md): how far back as-of reads,
+    # diffs and reverts reach (0: forever).
+    history_retention_days: int = 90
     # Streams of context changes at once, per process and per caller (429 past the
     # caller's share, 503 when the process is full), and the heartbeat of an idle one.
     context_streams_per_process: int = 2000
@@ -235,6 +238,7 @@ class Settings:
                 "ARCHIVED_TENANT_RETENTION_DAYS", 0, 0, 36500
             ),
             revision_retention_days=reader.integer("REVISION_RETENTION_DAYS", 7, 0, 36500),
+            history_retention_days=reader.integer("HISTORY_RETENTION_DAYS", 90, 0, 36500),
             context_streams_per_process=reader.integer(
                 "CONTEXT_STREAMS_PER_PROCESS", 2000, 1, 1_000_000
             ),

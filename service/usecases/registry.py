@@ -36,11 +36,13 @@ from service.usecases.tenants.context import ContextReads
 from service.usecases.tenants.context_delivery import ContextDelivery
 from service.usecases.tenants.creation import TenantCreation
 from service.usecases.tenants.flags import FlagEvaluation
+from service.usecases.tenants.history import ContextHistory
 from service.usecases.tenants.move_preview import MovePreviews
 from service.usecases.tenants.moves import TenantMoves
 from service.usecases.tenants.protection import TenantProtections
 from service.usecases.tenants.queries import TenantQueries
 from service.usecases.tenants.resolved import ResolvedValues
+from service.usecases.tenants.revert import RevisionReverts
 from service.usecases.webhooks.changes import WebhookChanges
 from service.usecases.webhooks.delivery_admin import DeliveryAdmin
 from service.usecases.webhooks.health import WebhookHealth
@@ -63,6 +65,8 @@ class UseCases:
     tenant_context: ContextReads
     context_delivery: ContextDelivery
     flag_evaluation: FlagEvaluation
+    context_history: ContextHistory
+    revision_reverts: RevisionReverts
     # a tenant's entries
     config_entries: ConfigEntries
     config_schemas: ConfigSchemas
@@ -113,6 +117,8 @@ class UseCases:
             tenant_context=ContextReads(deps, reads),
             context_delivery=ContextDelivery(deps),
             flag_evaluation=FlagEvaluation(ContextReads(deps, reads)),
+            context_history=ContextHistory(deps),
+            revision_reverts=RevisionReverts(deps, ContextHistory(deps)),
             config_entries=ConfigEntries(deps),
             config_schemas=ConfigSchemas(deps),
             config_budgets=ConfigBudgets(deps),

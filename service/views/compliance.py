@@ -123,6 +123,8 @@ class PurgeExpiredResult(View):
     idempotency_keys: int
     # Revisions of the log of context changes (REVISION_RETENTION_DAYS).
     context_revisions: int
+    # Versions of the history of the resolved view and its revisions (HISTORY_RETENTION_DAYS).
+    context_history: int
 
 
 class EncryptionKeyRotation(View):

@@ -38,6 +38,7 @@ CATEGORIES = (
     "archived_tenants",
     "idempotency_keys",
     "context_revisions",
+    "context_history",
 )
 # Idempotency-Key answers are replayed for 24 hours (service/usecases/common/idempotency.py).
 IDEMPOTENCY_KEY_LIFETIME = timedelta(hours=24)
@@ -97,6 +98,7 @@ class Retention:
             "archived_tenants": before(s.archived_tenant_retention_days),
             "idempotency_keys": now - IDEMPOTENCY_KEY_LIFETIME,
             "context_revisions": before(s.revision_retention_days),
+            "context_history": before(s.history_retention_days),
         }
 
     async def purge_expired(
@@ -128,6 +130,7 @@ class Retention:
             "archived_tenants": repo.count_expired_archived_tenants,
             "idempotency_keys": repo.count_expired_idempotency_keys,
             "context_revisions": self.deps.repos.revisions.count_expired_revisions,
+            "context_history": self.deps.repos.history.count_expired_history,
         }
 
         async def work(conn: asyncpg.Connection) -> dict[str, int]:
@@ -151,6 +154,7 @@ class Retention:
             ("audit_logs", self._audit_batch(actor)),
             ("idempotency_keys", self.repo.delete_expired_idempotency_keys),
             ("context_revisions", self._revision_batch),
+            ("context_history", self._history_batch),
         )
         for category, delete in steps:
             cutoff = cutoffs[category]
@@ -176,6 +180,15 @@ class Retention:
         revisions = self.deps.repos.revisions
         return RetentionBatchRow(
             await revisions.delete_expired_revisions(conn, cutoff, limit), None
+        )
+
+    async def _history_batch(
+        self, conn: asyncpg.Connection, cutoff: datetime, _limit: int, _after: Position | None
+    ) -> RetentionBatchRow:
+        """The history before the newest revision committed before the cutoff, in one
+        statement (the next call finds nothing left and ends the drain)."""
+        return RetentionBatchRow(
+            await self.deps.repos.history.delete_expired_history(conn, cutoff), None
         )
 
     def _audit_batch(self, actor: Actor) -> DeleteBatch:
