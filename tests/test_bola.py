@@ -191,6 +191,7 @@ def attempts(w: World) -> list[Attempt]:
         ("/api/v1/audit-logs", "limit=100"), ("/api/v1/webhooks/deliveries/stats", ""),
         ("/api/v1/webhooks/deliveries/failed", ""), ("/api/v1/regions", ""),
         ("/api/v1/me", ""),  # the caller's own credential
+        ("/api/v1/change-requests", ""),
     ):  # fmt: skip
         found.append(Attempt("GET", route, f"{route}?{query}" if query else route, list_ok=True))
     found.append(

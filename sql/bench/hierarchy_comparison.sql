@@ -90,7 +90,7 @@ chain AS (
 config_winners AS (
     SELECT DISTINCT ON (ce.key)
            ce.key, ce.value, ce.encrypted_value, ce.sensitive, ce.locked,
-           ce.reveal_to_descendants, ce.tenant_id AS source_tenant_id
+           ce.reveal_to_descendants, ce.expires_at, ce.tenant_id AS source_tenant_id
     FROM chain ch
     JOIN config_entries ce ON ce.tenant_id = ch.tenant_id
     ORDER BY ce.key,
@@ -100,7 +100,7 @@ config_winners AS (
 -- 3. Permission winners, the same rules as resolve_tenant_context.
 permission_winners AS (
     SELECT DISTINCT ON (pp.key)
-           pp.key, pp.value, pp.mode, pp.tenant_id AS source_tenant_id
+           pp.key, pp.value, pp.mode, pp.expires_at, pp.tenant_id AS source_tenant_id
     FROM chain ch
     JOIN permission_policies pp ON pp.tenant_id = ch.tenant_id
     WHERE ch.distance = 0 OR pp.mode <> 'LOCAL'
@@ -195,11 +195,11 @@ chain AS (
 config_winners AS (
     SELECT DISTINCT ON (ce.key)
            ce.key, ce.value, ce.encrypted_value, ce.sensitive, ce.locked,
-           ce.reveal_to_descendants, ce.tenant_id AS source_tenant_id
+           ce.reveal_to_descendants, ce.expires_at, ce.tenant_id AS source_tenant_id
     FROM chain ch
     CROSS JOIN LATERAL (
         SELECT e.key, e.value, e.encrypted_value, e.sensitive, e.locked, e.reveal_to_descendants,
-               e.tenant_id
+               e.expires_at, e.tenant_id
         FROM config_entries e
         WHERE e.tenant_id = ch.tenant_id
         OFFSET 0
@@ -212,10 +212,10 @@ config_winners AS (
 --    same reason, one permission_policies_pkey range per ancestor.
 permission_winners AS (
     SELECT DISTINCT ON (pp.key)
-           pp.key, pp.value, pp.mode, pp.tenant_id AS source_tenant_id
+           pp.key, pp.value, pp.mode, pp.expires_at, pp.tenant_id AS source_tenant_id
     FROM chain ch
     CROSS JOIN LATERAL (
-        SELECT r.key, r.value, r.mode, r.tenant_id
+        SELECT r.key, r.value, r.mode, r.expires_at, r.tenant_id
         FROM permission_policies r
         WHERE r.tenant_id = ch.tenant_id
         OFFSET 0
