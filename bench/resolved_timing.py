@@ -8,7 +8,8 @@ and a first page of 100; and the descendants list of the same subtree, for scale
 cases take turns request by request. Prints per case the median over the runs of each
 run's p50 with their spread, and each run's p90.
 
-    python -m bench.resolved_timing [--database-url URL] [--tenants 100000] [--requests 30]
+    python -m bench.resolved_timing [--database-url URL] [--database-name NAME]
+        [--tenants 100000] [--requests 30]
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def _quantile(values: list[float], q: float) -> float:
 
 
 async def run_all(args: argparse.Namespace, server: PostgresServer) -> None:
-    prepared = await prepare(server, "bench_resolved", args.tenants, args.data_dir, 10)
+    prepared = await prepare(server, args.database_name, args.tenants, args.data_dir, 10)
     root = str(prepared.seed.landmarks["sized_10k"])
     size = await give_key(prepared.dsn, root)
     port = args.port
@@ -137,6 +138,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.resolved_timing", description=__doc__)
     parser.add_argument("--database-url", default=None)
     parser.add_argument("--data-dir", type=Path, default=Path(".data/bench"))
+    parser.add_argument(
+        "--database-name", default="bench_resolved", help="on --database-url: dropped first"
+    )
     parser.add_argument("--tenants", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=30, help="per case and run")
     parser.add_argument("--runs", type=int, default=3)

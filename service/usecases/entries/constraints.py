@@ -219,48 +219,6 @@ class ConfigConstraints:
                 details=[b.detail() for b in found],
             )
 
-    async def move_refusal(
-        self, conn: asyncpg.Connection, tenant_id: UUID, new_parent_id: UUID | None
-    ) -> ServiceError | None:
-        """What a move preview reports: the schema conflict check_move would raise, or the
-        new parent's budget the moved tenant's own values would exceed. (The move itself
-        also judges the budgets inside the subtree, after it.)"""
-        try:
-            await self.check_move(conn, tenant_id, new_parent_id)
-        except ServiceError as error:
-            return error
-        if new_parent_id is None:
-            return None
-        budgets = await self.repo.list_config_budgets(conn, new_parent_id)
-        if not budgets:
-            return None
-        own = {
-            e.key: e
-            for e in await self.deps.repos.config.list_config_entries(conn, tenant_id)
-            if e.key in {b.key for b in budgets}
-        }
-        if not own:
-            return None
-        uses = await self.repo.measure_config_budgets(conn, [new_parent_id], sorted(own))
-        for use in uses:
-            if use.tenant_id != new_parent_id:
-                continue
-            entry = own[use.key]
-            value = None if entry.sensitive else entry.value
-            numeric = is_number(value)
-            trial = BudgetUse(
-                tenant_id=use.tenant_id,
-                key=use.key,
-                capacity=use.capacity,
-                present=use.present,
-                allocated=use.allocated + (Decimal(str(value)) if numeric else 0),
-                non_numeric=use.non_numeric + (0 if numeric else 1),
-            )
-            refused = budget_error(trial, [Written(tenant_id, new_parent_id, {use.key: value})])
-            if refused is not None:
-                return refused
-        return None
-
     # --- budgets ---------------------------------------------------------------------
 
     async def lock_budgets(self, conn: asyncpg.Connection, written: Sequence[Written]) -> bool:

@@ -1,8 +1,9 @@
 """Impact preview of a move (a dry run): which tenants of the subtree would resolve a
 config entry or permission policy differently under the new parent, from what to what
 and from which source, and whether the move would be refused (CYCLE_DETECTED,
-DEPTH_LIMIT_EXCEEDED, a value schema or budget of the new ancestors). One snapshot;
-nothing written, emitted or invalidated."""
+DEPTH_LIMIT_EXCEEDED, a value schema or budget of the new ancestors, a budget inside
+the subtree). One snapshot; nothing written, emitted or invalidated: the constraints are
+judged by making the move in a savepoint that is rolled back."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ import asyncpg
 
 from service.auth.principal import Principal
 from service.base.errors import ServiceError
+from service.repositories.tenants import TenantNode
 from service.schemas.config import PreviewQuery
 from service.usecases.common.deps import Deps
 from service.usecases.common.tenant_access import active, root_denied, visible, visible_active
-from service.usecases.entries.constraints import ConfigConstraints
-from service.usecases.entries.impact import refusal
-from service.usecases.tenants.moves import cycle_detected
+from service.usecases.entries.impact import CONSTRAINT_CODES, refusal
+from service.usecases.tenants.moves import TenantMoves, cycle_detected
 
 NIL = UUID(int=0)
 
@@ -27,12 +28,16 @@ def _refusal(error: ServiceError) -> dict[str, Any]:
     return refusal(error)
 
 
+class _Undo(Exception):
+    """Rolls back the trial move of a preview."""
+
+
 class MovePreviews:
     def __init__(self, deps: Deps) -> None:
         self.db = deps.db
         self.repos = deps.repos
         self.max_depth = deps.settings.max_tenant_depth
-        self.constraints = ConfigConstraints(deps)
+        self.moves = TenantMoves(deps)
 
     async def preview(
         self,
@@ -77,9 +82,7 @@ class MovePreviews:
                     f"MAX_TENANT_DEPTH ({self.max_depth})",
                 ))  # fmt: skip
         if refused is None and node.parent_id != new_parent_id:
-            refusal = await self.constraints.move_refusal(conn, node.id, new_parent_id)
-            if refusal is not None:
-                refused = _refusal(refusal)
+            refused = await self._constraint_refusal(conn, node, parent)
         page: list[tuple[UUID, list[dict[str, Any]]]] = []
         total = 0
         more = False
@@ -101,6 +104,22 @@ class MovePreviews:
             ],
         }
         return document, (page[-1][0] if more else None)
+
+    async def _constraint_refusal(
+        self, conn: asyncpg.Connection, node: TenantNode, parent: TenantNode | None
+    ) -> dict[str, Any] | None:
+        """The schema or budget refusal the move would meet: the move's own checks, run
+        on the moved subtree in a savepoint that is then rolled back."""
+        try:
+            async with conn.transaction():
+                await self.moves.relocate(conn, node, parent)
+                raise _Undo
+        except _Undo:
+            return None
+        except ServiceError as error:
+            if error.code not in CONSTRAINT_CODES:
+                raise
+            return _refusal(error)
 
 
 def _entry(tenant_id: UUID, e: dict[str, Any]) -> dict[str, Any]:

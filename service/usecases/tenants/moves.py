@@ -119,6 +119,33 @@ class TenantMoves:
                 ],
             )
 
+    async def relocate(
+        self, conn: asyncpg.Connection, node: TenantNode, parent: TenantNode | None
+    ) -> str:
+        """Rewrite the subtree under parent, judged by the constraints of its new place:
+        409 CONFIG_SCHEMA_CONFLICT, 409 BUDGET_EXCEEDED or 422 BUDGET_NOT_NUMERIC refuse
+        the move. The move runs this under its tree locks; its preview runs it in a
+        savepoint it rolls back, so both answer the same. Returns the new path."""
+        parent_id = parent.id if parent else None
+        await self.constraints.check_move(conn, node.id, parent_id)
+        new_path = f"{parent.ancestry_path if parent else ''}/{node.id}"
+        await self.tenants.move_subtree(
+            conn,
+            node.id,
+            new_parent_id=parent_id,
+            old_path=node.ancestry_path,
+            new_path=new_path,
+            depth_delta=(parent.depth + 1 if parent else 0) - node.depth,
+        )
+        # The subtree's values now count against the new parent's budgets, and its own
+        # budgets may resolve to other values under new ancestors.
+        own = {
+            e.key: None if e.sensitive else e.value
+            for e in await self.deps.repos.config.list_config_entries(conn, node.id)
+        }
+        await self.constraints.check_budgets(conn, [Written(node.id, parent_id, own)], None)
+        return new_path
+
     async def _unchanged(
         self, conn: asyncpg.Connection, tenant_id: UUID, if_match: str | None
     ) -> TenantRow:
@@ -151,25 +178,7 @@ class TenantMoves:
                 f"MAX_TENANT_DEPTH ({self.max_depth})",
             )
         await self._refuse_stranded_keys(conn, node, parent)
-        await self.constraints.check_move(conn, node.id, parent.id if parent else None)
-        new_path = f"{parent.ancestry_path if parent else ''}/{node.id}"
-        await self.tenants.move_subtree(
-            conn,
-            node.id,
-            new_parent_id=parent.id if parent else None,
-            old_path=node.ancestry_path,
-            new_path=new_path,
-            depth_delta=new_depth - node.depth,
-        )
-        # The subtree's values now count against the new parent's budgets, and its own
-        # budgets may resolve to other values under new ancestors.
-        own = {
-            e.key: None if e.sensitive else e.value
-            for e in await self.deps.repos.config.list_config_entries(conn, node.id)
-        }
-        await self.constraints.check_budgets(
-            conn, [Written(node.id, parent.id if parent else None, own)], None
-        )
+        new_path = await self.relocate(conn, node, parent)
         after = await self.tenants.get_tenant(conn, node.id)
         assert after is not None
         old_parent = opt_str(node.parent_id)
