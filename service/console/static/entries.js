@@ -26,7 +26,8 @@ const enc = encodeURIComponent;
 // An entry that removes itself: when, and the time left.
 function expiry(timestamp) {
   if (!timestamp) return null;
-  return h("span.badge.expires", { title: when(timestamp) }, `expires ${when(timestamp)} (${timeLeft(timestamp)})`);
+  return h("span.expiry", { title: `expires_at ${timestamp}` },
+    h("span.badge.expires", {}, `expires ${timeLeft(timestamp)}`), h("small.expires-at", {}, when(timestamp)));
 }
 
 function expiresInput(name) {
