@@ -9,6 +9,7 @@ import {
 import { auditPage } from "./audit.js";
 import { changeRequestsPage } from "./changes.js";
 import { contextPage } from "./context.js";
+import { draftChanges, forgetDrafts, onDraftChange } from "./draft.js";
 import { field, fill, h, messageBox } from "./dom.js";
 import { tenantPage } from "./tenant.js";
 import { TreeBrowser } from "./tree.js";
@@ -60,6 +61,7 @@ function signInView(reason) {
 }
 
 function signOut(reason) {
+  forgetDrafts();
   clearCredential();
   app = null;
   window.location.hash = "";
@@ -200,6 +202,16 @@ async function start() {
   const nav = h("nav.main-nav", { "aria-label": "Sections" });
   const identity = h("span.identity", { id: "identity" }, identityText(null, credential));
   const view = h("main.view", { tabindex: "-1", id: "view" });
+  // The change request being composed, counted where every page shows it.
+  const draftCount = h("span.draft-count");
+  const draftLink = h("a.draft-counter", { href: "#/change-requests", title: "Changes waiting in the change request being composed" },
+    "Draft change request: ", draftCount);
+  const showDraft = (changes) => {
+    draftCount.textContent = String(changes.length);
+    draftLink.hidden = changes.length === 0;
+  };
+  showDraft(draftChanges());
+  onDraftChange(showDraft);
   app = {
     tree, nav, view, notify, scopes: null, me: null, started: false,
     navigate(hash) {
@@ -211,6 +223,7 @@ async function start() {
     h("header.top", {},
       h("a.brand", { href: "#/" }, "Tenant Hierarchy Console"),
       nav,
+      draftLink,
       identity,
       h("button.secondary", { type: "button", on: { click: () => signOut() } }, "Sign out")),
     notices.element,

@@ -2,7 +2,8 @@
 // permission policies (with their modes), with forms to set and delete them.
 
 import { del, get, learnNames, post, put } from "./api.js";
-import { badge, confirmButton, fill, h, jsonText, messageBox, table, tenantRef } from "./dom.js";
+import { badge, confirmButton, fill, h, jsonText, messageBox, table, tenantRef, when } from "./dom.js";
+import { addChange, timeLeft, utcInstant } from "./draft.js";
 
 const MASK = "***";
 const MODES = ["INHERIT", "LOCKED", "LOCAL"];
@@ -22,6 +23,26 @@ function parseValue(text) {
 
 const enc = encodeURIComponent;
 
+// An entry that removes itself: when, and the time left.
+function expiry(timestamp) {
+  if (!timestamp) return null;
+  return h("span.expiry", { title: `expires_at ${timestamp}` },
+    h("span.badge.expires", {}, `expires ${timeLeft(timestamp)}`), h("small.expires-at", {}, when(timestamp)));
+}
+
+function expiresInput(name) {
+  return h("input", { name, type: "datetime-local", step: "1", "aria-label": "Expires at (UTC, optional)" });
+}
+
+// An instant as a datetime-local value read as UTC.
+function localUtc(timestamp) {
+  return timestamp ? new Date(timestamp).toISOString().slice(0, 19) : "";
+}
+
+function added(message, count) {
+  message.show(`Added to the change request being composed (${count} change${count === 1 ? "" : "s"}).`, "success");
+}
+
 export function configSection(tenant, writable = true) {
   const base = `/tenants/${tenant.id}/config`;
   const message = messageBox();
@@ -30,6 +51,7 @@ export function configSection(tenant, writable = true) {
   const value = h("textarea", { name: "config-value", rows: "2", placeholder: "JSON, e.g. \"dark\" or 42" });
   const locked = h("input", { type: "checkbox", name: "config-locked" });
   const sensitive = h("input", { type: "checkbox", name: "config-sensitive" });
+  const expires = expiresInput("config-expires-at");
 
   async function load() {
     try {
@@ -73,7 +95,8 @@ export function configSection(tenant, writable = true) {
       h("td", {}, shown, reveal),
       h("td", {}, entry.locked ? badge("locked", "locked") : null,
         entry.sensitive ? badge("sensitive", "sensitive") : null,
-        entry.reveal_to_descendants ? badge("shared below", "shared") : null),
+        entry.reveal_to_descendants ? badge("shared below", "shared") : null,
+        expiry(entry.expires_at)),
       writable ? h("td.actions", {},
         h("button.link", {
           type: "button",
@@ -84,6 +107,8 @@ export function configSection(tenant, writable = true) {
               value.value = entry.sensitive ? "" : jsonText(entry.value);
               locked.checked = entry.locked;
               sensitive.checked = entry.sensitive;
+              // A PUT without expires_at makes the entry permanent: keep its expiry.
+              expires.value = localUtc(entry.expires_at);
               value.focus();
             },
           },
@@ -96,7 +121,11 @@ export function configSection(tenant, writable = true) {
           } catch (err) {
             message.show(`Cannot delete ${entry.key}: ${err.describe()}`, "error");
           }
-        }, "link")) : null);
+        }, "link"),
+        h("button.link", {
+          type: "button", title: "Delete it through a change request",
+          on: { click: () => added(message, addChange({ op: "config.delete", tenant_id: tenant.id, key: entry.key })) },
+        }, "Add delete to change request")) : null);
   }
 
   // What saving would do, before saving: the tenants whose resolved value changes, the
@@ -135,16 +164,31 @@ export function configSection(tenant, writable = true) {
     try {
       const { status } = await put(`${base}/${enc(key.value.trim())}`, {
         value: parsed.value, locked: locked.checked, sensitive: sensitive.checked,
+        expires_at: utcInstant(expires.value),
       });
       message.show(`${status === 201 ? "Created" : "Saved"} ${key.value.trim()}.`, "success");
       key.value = "";
       value.value = "";
       locked.checked = false;
       sensitive.checked = false;
+      expires.value = "";
       await load();
     } catch (err) {
       message.show(`Cannot save ${key.value.trim()}: ${err.describe()}`, "error");
     }
+  }
+
+  // The same change, kept for a change request instead of written now.
+  function addToRequest() {
+    const parsed = parseValue(value.value);
+    if (parsed.error || !key.value.trim()) {
+      message.show(parsed.error || "Enter a key.", "error");
+      return;
+    }
+    added(message, addChange({
+      op: "config.set", tenant_id: tenant.id, key: key.value.trim(), value: parsed.value,
+      locked: locked.checked, sensitive: sensitive.checked, expires_at: utcInstant(expires.value),
+    }));
   }
 
   const form = h("form.entry-form", { "aria-label": "Set a config entry", on: { submit: save } },
@@ -152,7 +196,9 @@ export function configSection(tenant, writable = true) {
     h("label.field.grow", {}, h("span.label", {}, "Value (JSON)"), value),
     h("label.toggle", {}, locked, " Locked (descendants cannot override)"),
     h("label.toggle", {}, sensitive, " Sensitive (encrypted, shown as ***)"),
+    h("label.field", {}, h("span.label", {}, "Expires at (UTC, optional)"), expires),
     h("button.secondary", { type: "button", on: { click: previewImpact } }, "Preview impact"),
+    h("button.secondary", { type: "button", on: { click: addToRequest } }, "Add to change request"),
     h("button", { type: "submit" }, "Save entry"));
   const section = h("section.card", { "aria-labelledby": "config-title" },
     h("h3", { id: "config-title" }, "Config (own entries)"), body,
@@ -170,6 +216,7 @@ export function permissionsSection(tenant, writable = true) {
     h("option", { value: "true" }, "allow (true)"), h("option", { value: "false" }, "deny (false)"));
   const mode = h("select", { name: "permission-mode" },
     MODES.map((m) => h("option", { value: m, title: MODE_HELP[m] }, m)));
+  const expires = expiresInput("permission-expires-at");
 
   async function load() {
     try {
@@ -187,11 +234,19 @@ export function permissionsSection(tenant, writable = true) {
     return h("tr", { dataset: { key: policy.key } },
       h("th", { scope: "row" }, h("code", {}, policy.key)),
       h("td", {}, policy.value ? badge("allow", "allow") : badge("deny", "deny")),
-      h("td", {}, h("span", { title: MODE_HELP[policy.mode] || "" }, badge(policy.mode, `mode-${policy.mode.toLowerCase()}`))),
+      h("td", {}, h("span", { title: MODE_HELP[policy.mode] || "" }, badge(policy.mode, `mode-${policy.mode.toLowerCase()}`)),
+        expiry(policy.expires_at)),
       writable ? h("td.actions", {},
         h("button.link", {
           type: "button",
-          on: { click: () => { key.value = policy.key; value.value = String(policy.value); mode.value = policy.mode; } },
+          on: {
+            click: () => {
+              key.value = policy.key;
+              value.value = String(policy.value);
+              mode.value = policy.mode;
+              expires.value = localUtc(policy.expires_at);
+            },
+          },
         }, "Edit"),
         confirmButton("Delete", "Confirm delete", async () => {
           try {
@@ -201,7 +256,11 @@ export function permissionsSection(tenant, writable = true) {
           } catch (err) {
             message.show(`Cannot delete ${policy.key}: ${err.describe()}`, "error");
           }
-        }, "link")) : null);
+        }, "link"),
+        h("button.link", {
+          type: "button", title: "Delete it through a change request",
+          on: { click: () => added(message, addChange({ op: "permission.delete", tenant_id: tenant.id, key: policy.key })) },
+        }, "Add delete to change request")) : null);
   }
 
   // What saving would do, before saving (nothing is written).
@@ -232,21 +291,35 @@ export function permissionsSection(tenant, writable = true) {
     event.preventDefault();
     try {
       const { status } = await put(`${base}/${enc(key.value.trim())}`, {
-        value: value.value === "true", mode: mode.value,
+        value: value.value === "true", mode: mode.value, expires_at: utcInstant(expires.value),
       });
       message.show(`${status === 201 ? "Created" : "Saved"} ${key.value.trim()}.`, "success");
       key.value = "";
+      expires.value = "";
       await load();
     } catch (err) {
       message.show(`Cannot save ${key.value.trim()}: ${err.describe()}`, "error");
     }
   }
 
+  function addToRequest() {
+    if (!key.value.trim()) {
+      message.show("Enter a key.", "error");
+      return;
+    }
+    added(message, addChange({
+      op: "permission.set", tenant_id: tenant.id, key: key.value.trim(),
+      value: value.value === "true", mode: mode.value, expires_at: utcInstant(expires.value),
+    }));
+  }
+
   const form = h("form.entry-form", { "aria-label": "Set a permission policy", on: { submit: save } },
     h("label.field", {}, h("span.label", {}, "Key"), key),
     h("label.field", {}, h("span.label", {}, "Value"), value),
     h("label.field", {}, h("span.label", {}, "Mode"), mode),
+    h("label.field", {}, h("span.label", {}, "Expires at (UTC, optional)"), expires),
     h("button.secondary", { type: "button", on: { click: previewImpact } }, "Preview impact"),
+    h("button.secondary", { type: "button", on: { click: addToRequest } }, "Add to change request"),
     h("button", { type: "submit" }, "Save policy"));
   const section = h("section.card", { "aria-labelledby": "permissions-title" },
     h("h3", { id: "permissions-title" }, "Permission policies (own)"), body,

@@ -5,6 +5,7 @@ import { del, get, learnNames, mergePatch, nameOf, patch, post, remember } from 
 import { configSection, permissionsSection } from "./entries.js";
 import { constraintsSection } from "./constraints.js";
 import { badge, confirmButton, field, fill, h, jsonText, messageBox, tenantRef, when } from "./dom.js";
+import { addChange } from "./draft.js";
 
 function describeMoveError(err, tenant, target) {
   const targetName = target ? `“${target.name}”` : "the top level";
@@ -66,30 +67,37 @@ export async function tenantPage(view, tenantId, app) {
   const editMessage = messageBox();
   const nameInput = h("input", { name: "name", value: tenant.name, required: true, maxlength: "255" });
   const metadataInput = h("textarea", { name: "metadata", rows: "4", value: jsonText(tenant.metadata) });
+  // What changed, as a merge patch; null (with the reason shown) when there is nothing.
+  function editBody() {
+    let metadata;
+    try {
+      metadata = JSON.parse(metadataInput.value || "{}");
+    } catch {
+      metadata = null;
+    }
+    if (metadata === null || typeof metadata !== "object" || Array.isArray(metadata)) {
+      editMessage.show("Metadata must be a JSON object.", "error");
+      return null;
+    }
+    const body = {};
+    if (nameInput.value !== tenant.name) body.name = nameInput.value;
+    const metadataPatch = mergePatch(tenant.metadata, metadata);
+    if (Object.keys(metadataPatch).length) body.metadata = metadataPatch;
+    if (!Object.keys(body).length) {
+      editMessage.show("Nothing changed.", "info");
+      return null;
+    }
+    return body;
+  }
+  const addedTo = (box, count) => box.show(
+    `Added to the change request being composed (${count} change${count === 1 ? "" : "s"}).`, "success");
   const editForm = h("form.stack", {
     "aria-label": "Edit the tenant",
     on: {
       submit: async (event) => {
         event.preventDefault();
-        let metadata;
-        try {
-          metadata = JSON.parse(metadataInput.value || "{}");
-        } catch {
-          editMessage.show("Metadata must be a JSON object.", "error");
-          return;
-        }
-        if (metadata === null || typeof metadata !== "object" || Array.isArray(metadata)) {
-          editMessage.show("Metadata must be a JSON object.", "error");
-          return;
-        }
-        const body = {};
-        if (nameInput.value !== tenant.name) body.name = nameInput.value;
-        const metadataPatch = mergePatch(tenant.metadata, metadata);
-        if (Object.keys(metadataPatch).length) body.metadata = metadataPatch;
-        if (!Object.keys(body).length) {
-          editMessage.show("Nothing changed.", "info");
-          return;
-        }
+        const body = editBody();
+        if (!body) return;
         try {
           const result = await patch(`/tenants/${tenant.id}`, body, etag ? { "If-Match": etag } : {});
           etag = result.headers.get("ETag");
@@ -105,7 +113,17 @@ export async function tenantPage(view, tenantId, app) {
   },
   field("Name", nameInput),
   field("Metadata (JSON object)", metadataInput),
-  h("button", { type: "submit", disabled: archived }, "Save changes"),
+  h("div.inline", {},
+    h("button", { type: "submit", disabled: archived }, "Save changes"),
+    h("button.secondary", {
+      type: "button", disabled: archived,
+      on: {
+        click: () => {
+          const body = editBody();
+          if (body) addedTo(editMessage, addChange({ op: "tenant.update", tenant_id: tenant.id, ...body }));
+        },
+      },
+    }, "Add to change request")),
   editMessage);
 
   // A child of this tenant.
@@ -143,6 +161,12 @@ export async function tenantPage(view, tenantId, app) {
   const moveSearch = h("input", { type: "search", name: "move-search", placeholder: "Find the new parent by slug or name", autocomplete: "off" });
   const candidates = h("ul.candidates", { "aria-label": "New parent candidates" });
   const moveButton = h("button", { type: "button", disabled: true, on: { click: () => move(target) } }, "Move here");
+  const moveLater = (newParent) => addedTo(moveMessage, addChange({
+    op: "tenant.move", tenant_id: tenant.id, new_parent_id: newParent ? newParent.id : null,
+  }));
+  const moveToRequest = h("button.secondary", {
+    type: "button", disabled: true, on: { click: () => moveLater(target) },
+  }, "Add to change request");
   // What the move would change, shown before it is made (nothing is written).
   const movePreview = h("div.impact", { role: "status", "aria-live": "polite" });
   async function previewMove(newParent) {
@@ -197,6 +221,7 @@ export async function tenantPage(view, tenantId, app) {
                   target = candidate;
                   fill(chosen, "New parent: ", h("strong", {}, candidate.name), " ", h("code", {}, candidate.slug));
                   moveButton.disabled = false;
+                  moveToRequest.disabled = false;
                   moveMessage.clear();
                   // The choice and its confirmation are below the list: bring them in view.
                   previewMove(candidate).then(() => moveButton.scrollIntoView({ block: "nearest" }));
@@ -211,7 +236,7 @@ export async function tenantPage(view, tenantId, app) {
   },
   h("div.inline", {}, moveSearch, h("button", { type: "submit", disabled: archived }, "Find")),
   candidates, chosen, movePreview,
-  h("div.inline", {}, moveButton,
+  h("div.inline", {}, moveButton, moveToRequest,
     tenant.parent_id ? h("button.secondary", { type: "button", disabled: archived, on: { click: () => move(null) } }, "Make it a root") : null),
   moveMessage);
 
@@ -244,6 +269,15 @@ export async function tenantPage(view, tenantId, app) {
       }
     });
 
+  const lifeToRequest = h("button.secondary", {
+    type: "button",
+    on: {
+      click: () => addedTo(lifeMessage, addChange({
+        op: archived ? "tenant.restore" : "tenant.archive", tenant_id: tenant.id,
+      })),
+    },
+  }, "Add to change request");
+
   fill(view,
     h("header.page-head", {},
       h("h2", {}, tenant.name), " ", badge(tenant.status, tenant.status),
@@ -262,6 +296,6 @@ export async function tenantPage(view, tenantId, app) {
         h("p", {}, archived
           ? "Restoring makes the tenant active again (its parent must be active)."
           : "Archiving is a soft delete; it needs no active children and can be undone."),
-        lifecycle, lifeMessage) : null,
+        h("div.inline", {}, lifecycle, lifeToRequest), lifeMessage) : null,
       writable ? null : h("p.hint", {}, "This credential can read only: changes need the write scope.")));
 }
