@@ -57,6 +57,7 @@ TIERS: dict[str, frozenset[str]] = {
     "browser": frozenset(
         {
             "test_console_browser",
+            "test_console_change_requests",
             "test_console_constraints",
             "test_console_views",
         }
