@@ -53,6 +53,10 @@ DATABASE = "tenant_service"
 REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30)
 SWITCHOVER_BOUND_SECONDS = 5.0
 NODE_LOSS_BOUND_SECONDS = TTL + 5.0
+# Patroni restarts the postmaster in place: 4.2 to 5.4 s of errors measured. Nearly
+# twice that leaves room on a loaded machine, and still fails the 15 s seen when
+# requests waited for the whole outage.
+POSTMASTER_KILL_BOUND_SECONDS = 10.0
 
 
 @dataclass
@@ -325,6 +329,7 @@ async def test_switchover_postmaster_kill_and_node_loss_through_the_balancer(
         )
         assert traffic.problems == [], traffic.problems[:10]
         assert figures["switchover_errors"] < SWITCHOVER_BOUND_SECONDS, figures
+        assert figures["postmaster_kill_errors"] < POSTMASTER_KILL_BOUND_SECONDS, figures
         assert figures["node_loss_errors"] < NODE_LOSS_BOUND_SECONDS, figures
         assert figures["node_loss_read_errors"] == 0.0, figures
 

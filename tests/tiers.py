@@ -37,6 +37,7 @@ TIERS: dict[str, frozenset[str]] = {
             "test_multiprocess_auth",
             "test_pgbouncer",
             "test_pgbouncer_outage",
+            "test_pgbouncer_switchover",
             "test_query_psql",
             "test_readme",
             "test_reads_through_outage",
