@@ -134,7 +134,9 @@ def test_api_keys_create_prints_the_key_once_as_json(
     assert "--scopes" in bad.stderr
     missing_tenant = run_cli("api-keys", "create", "--name", "x", "--tenant-id", root, env=cli_env)
     assert missing_tenant.returncode == 1
-    assert "tenant not found" in missing_tenant.stderr.lower()
+    assert missing_tenant.stderr.strip().splitlines()[-1] == (
+        f"tenant-service: no tenant has the id or slug {root!r} (TENANT_NOT_FOUND)"
+    )
 
     service = ServiceProcess(cli_env, tmp_path)
     try:

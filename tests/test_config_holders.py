@@ -35,6 +35,8 @@ WRITERS = {
     "update_config_ciphertexts": "rotation",
     "delete_config_of_tenants": "purge",
     "delete_expired_config_entries": "expiry",
+    "restore_config_entry": "revert of a change",
+    "remove_config_entry": "revert of a creation",
 }
 
 
@@ -111,6 +113,23 @@ async def test_every_write_path_keeps_the_count_exact(
     )
     await client.app[USE_CASES].entry_expiry.expire_due()
     assert await counts(db_conn, one) == [4]
+
+    # A revert puts a changed entry back (restore) or removes one its revision created.
+    resp = await client.put(
+        f"/api/v1/tenants/{one}/config/undone", json={"value": 1}, headers=admin
+    )
+    assert resp.status == 201, await resp.json()
+    created = resp.headers["X-Revision"]
+    assert await counts(db_conn, one) == [5]
+    resp = await client.put(f"/api/v1/tenants/{one}/config/l", json={"value": 50}, headers=admin)
+    assert resp.status == 200, await resp.json()
+    changed = resp.headers["X-Revision"]
+    for revision in (changed, created):
+        resp = await client.post(f"/api/v1/revisions/{revision}/revert", json={}, headers=admin)
+        assert resp.status == 200, await resp.json()
+    assert await counts(db_conn, one) == [4]
+    config = (await get_json(client, f"/api/v1/tenants/{one}", admin))["config"]
+    assert (config["l"], "undone" in config) == (5, False)
 
     # The key rotation rewrites ciphertexts, adds and removes nothing.
     new_key = base64.b64encode(os.urandom(32)).decode()
