@@ -782,23 +782,27 @@ BEGIN
               AND NOT EXISTS (
                   SELECT 1 FROM config_entries c
                   WHERE c.tenant_id = h.tenant_id AND c.key = h.key
-                    AND (c.value, c.locked, c.sensitive, c.reveal_to_descendants, c.updated_at)
+                    AND (c.value, c.locked, c.sensitive, c.reveal_to_descendants, c.updated_at,
+                         c.expires_at)
                         IS NOT DISTINCT FROM
-                        (h.value, h.locked, h.sensitive, h.reveal_to_descendants, h.updated_at))
+                        (h.value, h.locked, h.sensitive, h.reveal_to_descendants, h.updated_at,
+                         h.expires_at))
             RETURNING 1
         )
         INSERT INTO config_history (tenant_id, key, valid_from, value, encrypted_value, locked,
-                                    sensitive, reveal_to_descendants, updated_at)
+                                    sensitive, reveal_to_descendants, updated_at, expires_at)
         SELECT c.tenant_id, c.key, rev, c.value, c.encrypted_value, c.locked, c.sensitive,
-               c.reveal_to_descendants, c.updated_at
+               c.reveal_to_descendants, c.updated_at, c.expires_at
         FROM config_entries c
         WHERE c.tenant_id = ANY (entried)
           AND NOT EXISTS (
               SELECT 1 FROM config_history h
               WHERE h.tenant_id = c.tenant_id AND h.key = c.key AND h.valid_to = open_to
-                AND (c.value, c.locked, c.sensitive, c.reveal_to_descendants, c.updated_at)
+                AND (c.value, c.locked, c.sensitive, c.reveal_to_descendants, c.updated_at,
+                     c.expires_at)
                     IS NOT DISTINCT FROM
-                    (h.value, h.locked, h.sensitive, h.reveal_to_descendants, h.updated_at));
+                    (h.value, h.locked, h.sensitive, h.reveal_to_descendants, h.updated_at,
+                     h.expires_at));
 
         WITH closed AS (
             UPDATE permission_history h SET valid_to = rev
@@ -806,17 +810,19 @@ BEGIN
               AND NOT EXISTS (
                   SELECT 1 FROM permission_policies p
                   WHERE p.tenant_id = h.tenant_id AND p.key = h.key
-                    AND p.value = h.value AND p.mode = h.mode)
+                    AND p.value = h.value AND p.mode = h.mode
+                    AND p.expires_at IS NOT DISTINCT FROM h.expires_at)
             RETURNING 1
         )
-        INSERT INTO permission_history (tenant_id, key, valid_from, value, mode)
-        SELECT p.tenant_id, p.key, rev, p.value, p.mode
+        INSERT INTO permission_history (tenant_id, key, valid_from, value, mode, expires_at)
+        SELECT p.tenant_id, p.key, rev, p.value, p.mode, p.expires_at
         FROM permission_policies p
         WHERE p.tenant_id = ANY (entried)
           AND NOT EXISTS (
               SELECT 1 FROM permission_history h
               WHERE h.tenant_id = p.tenant_id AND h.key = p.key AND h.valid_to = open_to
-                AND p.value = h.value AND p.mode = h.mode);
+                AND p.value = h.value AND p.mode = h.mode
+                AND p.expires_at IS NOT DISTINCT FROM h.expires_at);
     END IF;
     RETURN NULL;
 END;
@@ -999,7 +1005,8 @@ CREATE TABLE public.config_history (
     locked boolean NOT NULL,
     sensitive boolean NOT NULL,
     reveal_to_descendants boolean NOT NULL,
-    updated_at timestamp with time zone NOT NULL
+    updated_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone
 );
 
 CREATE TABLE public.config_schemas (
@@ -1137,7 +1144,8 @@ CREATE TABLE public.permission_history (
     valid_from bigint NOT NULL,
     valid_to bigint DEFAULT '9223372036854775807'::bigint NOT NULL,
     value boolean NOT NULL,
-    mode text NOT NULL
+    mode text NOT NULL,
+    expires_at timestamp with time zone
 );
 
 CREATE TABLE public.permission_policies (

@@ -17,6 +17,9 @@ from tests.support.keys import key_headers
 
 KEYS = ("theme", "limit", "region")
 PERMS = ("export", "billing")
+# Expiries far enough ahead that none passes during a test: setting an entry again with
+# another one (or none) is a change of expiry alone.
+EXPIRIES = (None, None, "2100-01-01T00:00:00Z", "2100-06-01T12:30:00.250Z")
 
 
 @pytest.fixture
@@ -74,11 +77,15 @@ async def _random_step(rng: random.Random, client: Any, h: dict[str, str], rec: 
     if kind in ("config", "lock"):
         key = rng.choice(KEYS)
         body = {"value": rng.randint(0, 3), "locked": kind == "lock" and rng.random() < 0.7}
+        if expiry := rng.choice(EXPIRIES):
+            body["expires_at"] = expiry
         return await _write(client, h, "PUT", f"{base}/config/{key}", json=body)
     if kind == "delete":
         return await _write(client, h, "DELETE", f"{base}/config/{rng.choice(KEYS)}")
     if kind == "permission":
         body = {"value": rng.random() < 0.5, "mode": rng.choice(["INHERIT", "LOCKED", "LOCAL"])}
+        if expiry := rng.choice(EXPIRIES):
+            body["expires_at"] = expiry
         return await _write(client, h, "PUT", f"{base}/permissions/{rng.choice(PERMS)}", json=body)
     if kind == "move":
         parent = rng.choice([None, *rec.tenants])

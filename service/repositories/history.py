@@ -47,6 +47,12 @@ class EntryChangeRow:
     path_now: str | None
 
 
+def _moment(text: str | None) -> datetime | None:
+    """A timestamptz as jsonb renders it (versions recorded before migration 0046 have
+    no expires_at key)."""
+    return None if text is None else datetime.fromisoformat(text)
+
+
 class HistoryRepository(Repository):
     _bounds = NamedSql("history_bounds")
     _context_at = NamedSql("render_tenant_context_at")
@@ -97,13 +103,19 @@ class HistoryRepository(Repository):
                 locked=old["locked"],
                 sensitive=old["sensitive"],
                 reveal_to_descendants=old["reveal_to_descendants"],
+                expires_at=_moment(old.get("expires_at")),
             )
             return
         if old is None:
             await self._remove_permission.exec(conn, tenant_id=change.tenant_id, key=change.key)
             return
         await self._restore_permission.exec(
-            conn, tenant_id=change.tenant_id, key=change.key, value=old["value"], mode=old["mode"]
+            conn,
+            tenant_id=change.tenant_id,
+            key=change.key,
+            value=old["value"],
+            mode=old["mode"],
+            expires_at=_moment(old.get("expires_at")),
         )
 
     async def history_bounds(self, conn: asyncpg.Connection, at: datetime) -> HistoryBoundsRow:

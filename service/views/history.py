@@ -47,7 +47,7 @@ class RevertedEntry(View):
     tenant_id: UUID
     key: str
     # The entry put back (null: removed) and the one the revision had written (null: it
-    # had removed it); sensitive values "***".
+    # had removed it); sensitive values "***", expires_at present when the entry had one.
     restored: dict[str, Any] | None
     reverted: dict[str, Any] | None
     # Later revisions that changed the same key at the same tenant.

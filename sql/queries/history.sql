@@ -61,7 +61,7 @@ config_at AS (
     SELECT k.distance, v.*
     FROM config_keys k
     CROSS JOIN LATERAL (
-        SELECT h.key, h.value, h.sensitive, h.locked, h.tenant_id, h.valid_to
+        SELECT h.key, h.value, h.sensitive, h.locked, h.expires_at, h.tenant_id, h.valid_to
         FROM config_history h
         WHERE h.tenant_id = k.tenant_id AND h.key = k.key
           AND h.valid_from <= :'revision'::bigint
@@ -74,7 +74,7 @@ permission_at AS (
     SELECT k.distance, v.*
     FROM permission_keys k
     CROSS JOIN LATERAL (
-        SELECT h.key, h.value, h.mode, h.tenant_id, h.valid_to
+        SELECT h.key, h.value, h.mode, h.expires_at, h.tenant_id, h.valid_to
         FROM permission_history h
         WHERE h.tenant_id = k.tenant_id AND h.key = k.key
           AND h.valid_from <= :'revision'::bigint
@@ -87,7 +87,8 @@ permission_at AS (
 --    render_tenant_context).
 config_winners AS (
     SELECT DISTINCT ON (ce.key)
-           ce.key, ce.value, ce.sensitive, ce.locked, ce.tenant_id AS source_tenant_id
+           ce.key, ce.value, ce.sensitive, ce.locked, ce.expires_at,
+           ce.tenant_id AS source_tenant_id
     FROM config_at ce
     ORDER BY ce.key,
              ce.locked DESC,
@@ -97,14 +98,14 @@ config_winners AS (
 --    ancestors' LOCAL policies do not count.
 permission_winners AS (
     SELECT DISTINCT ON (pp.key)
-           pp.key, pp.value, pp.mode, pp.tenant_id AS source_tenant_id
+           pp.key, pp.value, pp.mode, pp.expires_at, pp.tenant_id AS source_tenant_id
     FROM permission_at pp
     WHERE pp.distance = 0 OR pp.mode <> 'LOCAL'
     ORDER BY pp.key,
              (pp.mode = 'LOCKED') DESC,
              CASE WHEN pp.mode = 'LOCKED' THEN -pp.distance ELSE pp.distance END
 )
--- 7. The document, built as render_tenant_context builds it.
+-- 7. The document, built as render_tenant_context builds it (expires_at shown when set).
 SELECT t.id, t.ancestry_path, t.depth, t.status,
        json_build_object(
            'tenant_id', t.id,
@@ -112,22 +113,39 @@ SELECT t.id, t.ancestry_path, t.depth, t.status,
            'depth', t.depth,
            'isolation_strategy', t.isolation_strategy,
            'resolved_config', coalesce(
-               (SELECT json_object_agg(w.key, json_build_object(
+               (SELECT json_object_agg(w.key, CASE WHEN w.expires_at IS NULL THEN
+                       json_build_object(
                            'key', w.key,
                            'value', CASE WHEN w.sensitive THEN '"***"'::jsonb ELSE w.value END,
                            'source_tenant_id', w.source_tenant_id,
                            'inherited', w.source_tenant_id <> t.id,
-                           'locked', w.locked) ORDER BY w.key)
+                           'locked', w.locked)
+                       ELSE json_build_object(
+                           'key', w.key,
+                           'value', CASE WHEN w.sensitive THEN '"***"'::jsonb ELSE w.value END,
+                           'source_tenant_id', w.source_tenant_id,
+                           'inherited', w.source_tenant_id <> t.id,
+                           'locked', w.locked,
+                           'expires_at', svc_iso_time(w.expires_at)) END ORDER BY w.key)
                 FROM config_winners w),
                '{}'::json),
            'resolved_permissions', coalesce(
-               (SELECT json_object_agg(p.key, json_build_object(
+               (SELECT json_object_agg(p.key, CASE WHEN p.expires_at IS NULL THEN
+                       json_build_object(
                            'key', p.key,
                            'value', p.value,
                            'mode', p.mode,
                            'source_tenant_id', p.source_tenant_id,
                            'locked', p.mode = 'LOCKED',
                            'delegated', p.source_tenant_id <> t.id AND p.mode <> 'LOCKED')
+                       ELSE json_build_object(
+                           'key', p.key,
+                           'value', p.value,
+                           'mode', p.mode,
+                           'source_tenant_id', p.source_tenant_id,
+                           'locked', p.mode = 'LOCKED',
+                           'delegated', p.source_tenant_id <> t.id AND p.mode <> 'LOCKED',
+                           'expires_at', svc_iso_time(p.expires_at)) END
                        ORDER BY p.key)
                 FROM permission_winners p),
                '{}'::json)
@@ -281,13 +299,14 @@ versions AS (
     SELECT x.kind, x.tenant_id, x.key, ce.valid_from, ce.valid_to,
            jsonb_build_object('value', ce.value, 'encrypted_value', ce.encrypted_value,
                               'locked', ce.locked, 'sensitive', ce.sensitive,
-                              'reveal_to_descendants', ce.reveal_to_descendants) AS entry
+                              'reveal_to_descendants', ce.reveal_to_descendants,
+                              'expires_at', ce.expires_at) AS entry
     FROM touched x
     JOIN config_history ce ON ce.tenant_id = x.tenant_id AND ce.key = x.key
     WHERE x.kind = 'config'
     UNION ALL
     SELECT x.kind, x.tenant_id, x.key, pp.valid_from, pp.valid_to,
-           jsonb_build_object('value', pp.value, 'mode', pp.mode)
+           jsonb_build_object('value', pp.value, 'mode', pp.mode, 'expires_at', pp.expires_at)
     FROM touched x
     JOIN permission_history pp ON pp.tenant_id = x.tenant_id AND pp.key = x.key
     WHERE x.kind = 'permission'
@@ -315,22 +334,25 @@ FROM tenant_history th
 WHERE th.valid_from = :'revision'::bigint;
 
 -- name: restore_config_entry :exec
--- Put a config entry back as a version of the history held it (encrypted as it was).
+-- Put a config entry back as a version of the history held it (encrypted as it was, with
+-- its expiry).
 INSERT INTO config_entries (tenant_id, key, value, encrypted_value, locked, sensitive,
-                            reveal_to_descendants)
+                            reveal_to_descendants, expires_at)
 VALUES (:'tenant_id', :'key', :'value'::jsonb, :'encrypted_value', :'locked', :'sensitive',
-        :'reveal_to_descendants')
+        :'reveal_to_descendants', :'expires_at'::timestamptz)
 ON CONFLICT (tenant_id, key) DO UPDATE
 SET value = EXCLUDED.value, encrypted_value = EXCLUDED.encrypted_value,
     locked = EXCLUDED.locked, sensitive = EXCLUDED.sensitive,
-    reveal_to_descendants = EXCLUDED.reveal_to_descendants, updated_at = now();
+    reveal_to_descendants = EXCLUDED.reveal_to_descendants,
+    expires_at = EXCLUDED.expires_at, updated_at = now();
 
 -- name: restore_permission_policy :exec
--- Put a permission policy back as a version of the history held it.
-INSERT INTO permission_policies (tenant_id, key, value, mode)
-VALUES (:'tenant_id', :'key', :'value', :'mode')
+-- Put a permission policy back as a version of the history held it, with its expiry.
+INSERT INTO permission_policies (tenant_id, key, value, mode, expires_at)
+VALUES (:'tenant_id', :'key', :'value', :'mode', :'expires_at'::timestamptz)
 ON CONFLICT (tenant_id, key) DO UPDATE
-SET value = EXCLUDED.value, mode = EXCLUDED.mode, updated_at = now();
+SET value = EXCLUDED.value, mode = EXCLUDED.mode, expires_at = EXCLUDED.expires_at,
+    updated_at = now();
 
 -- name: remove_config_entry :exec
 -- Remove a config entry a reverted revision had created.

@@ -11,6 +11,7 @@ import asyncpg
 
 from service.auth.principal import Actor, Principal
 from service.base.errors import FieldError, ServiceError
+from service.base.timefmt import iso
 from service.repositories.history import EntryChangeRow
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord, Event
@@ -24,14 +25,20 @@ def _shown(kind: str, entry: dict[str, Any] | None) -> dict[str, Any] | None:
     """An entry as answers and audit entries show it: sensitive values masked."""
     if entry is None:
         return None
+    shown: dict[str, Any]
     if kind == "permission":
-        return {"value": entry["value"], "mode": entry["mode"]}
-    return {
-        "value": "***" if entry["sensitive"] else entry["value"],
-        "locked": entry["locked"],
-        "sensitive": entry["sensitive"],
-        "reveal_to_descendants": entry["reveal_to_descendants"],
-    }
+        shown = {"value": entry["value"], "mode": entry["mode"]}
+    else:
+        shown = {
+            "value": "***" if entry["sensitive"] else entry["value"],
+            "locked": entry["locked"],
+            "sensitive": entry["sensitive"],
+            "reveal_to_descendants": entry["reveal_to_descendants"],
+        }
+    # Shown when set, as entry answers show it.
+    if entry.get("expires_at") is not None:
+        shown["expires_at"] = iso(datetime.fromisoformat(entry["expires_at"]))
+    return shown
 
 
 class RevisionReverts:
