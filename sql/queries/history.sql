@@ -4,11 +4,16 @@
 
 -- name: history_bounds :one
 -- The oldest revision the history answers, since when, and the newest committed revision;
--- with at given, the last revision committed at or before it (NULL: none kept).
+-- with at given, the last revision committed at or before it (NULL: none kept). Commit
+-- times grow with revisions (both taken under the commit-order lock), so the last one is
+-- one backward probe of history_revisions_committed_at_idx; max(revision) with a filter
+-- on the time would walk back over every revision committed since.
 SELECT h.kept_from, h.kept_since,
        (SELECT coalesce(max(r.revision), 0) FROM context_revisions r) AS newest,
-       (SELECT max(hr.revision) FROM history_revisions hr
-        WHERE hr.committed_at <= :'at'::timestamptz) AS at_revision
+       (SELECT hr.revision FROM history_revisions hr
+        WHERE hr.committed_at <= :'at'::timestamptz
+        ORDER BY hr.committed_at DESC, hr.revision DESC
+        LIMIT 1) AS at_revision
 FROM history_horizon h;
 
 -- name: render_tenant_context_at :one
