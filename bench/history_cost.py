@@ -3,9 +3,17 @@ a config write with and without the history trigger, and an as-of context read a
 depth 10 against the uncached GET /context statement, on a database with history.
 
     DATABASE_URL=postgresql://... .venv/bin/python -m bench.history_cost
+    HISTORY_DAYS=30 DATABASE_URL=postgresql://... .venv/bin/python -m bench.history_cost
 
 The database must be migrated and empty (a scratch one: the script writes tenants).
-Each figure is the median of 3 runs (each the mean of many statements) with the runs."""
+Each figure is the median of 3 runs (each the mean of many statements) with the runs.
+
+With HISTORY_DAYS, that many days of WRITES_PER_MINUTE single-entry config writes (a
+quarter on the chain) are loaded straight into the history tables before the measured
+writes, as the commit trigger would have written them: one revision each, committed
+0.6 s apart and ending now, every version closed by the end (the tenants' entries then
+start from the measured writes). The as-of reads are then measured across those days,
+by revision and by time."""
 
 from __future__ import annotations
 
@@ -25,6 +33,8 @@ from service.db.queries import Queries
 TENANTS = 1_000
 WRITES = 20_000
 DEPTH = 10
+DAYS = int(os.environ.get("HISTORY_DAYS", "0"))
+WRITES_PER_MINUTE = 100
 
 
 async def _tree(conn: asyncpg.Connection) -> list[uuid.UUID]:
@@ -60,6 +70,54 @@ async def _write(conn: asyncpg.Connection, tenant: uuid.UUID, key: str, value: i
         )  # fmt: skip
 
 
+async def _long_history(conn: asyncpg.Connection, ids: list[uuid.UUID]) -> tuple[int, int]:
+    """DAYS of history loaded in bulk after the tree's revisions; (first, last) revision."""
+    count = DAYS * 24 * 60 * WRITES_PER_MINUTE
+    step = 60 / WRITES_PER_MINUTE
+    base = int(await conn.fetchval("SELECT last_value FROM context_revision_seq"))
+    span = count * step + 1
+    # The tree's revisions, and the horizon, come before the loaded days.
+    await conn.execute(
+        "UPDATE history_revisions SET committed_at = now() - make_interval(secs => $1)", span
+    )
+    await conn.execute(
+        "UPDATE history_horizon SET kept_since = now() - make_interval(secs => $1)", span
+    )
+    await conn.execute(
+        "INSERT INTO history_revisions (revision, committed_at, audit_ids)"
+        " SELECT $1::bigint + g, now() - make_interval(secs => ($2 - g) * $3::float8), '{}'"
+        " FROM generate_series(1, $2::integer) AS g",
+        base, count, step,
+    )  # fmt: skip
+    await conn.execute("SELECT setval('context_revision_seq', $1)", base + count)
+    await conn.execute(
+        """
+        -- Each write: a chain member every fourth one, else any tenant; one of 8 keys.
+        WITH writes AS (
+            SELECT $2::bigint + g AS revision,
+                   CASE WHEN g % 4 = 0 THEN ($1::uuid[])[1 + floor(random() * 10)::int]
+                        ELSE ($1::uuid[])[1 + floor(random() * cardinality($1::uuid[]))::int]
+                   END AS tenant_id,
+                   'k' || floor(random() * 8)::int AS key
+            FROM generate_series(1, $3::integer) AS g
+        )
+        -- Each version lasts until the next write of its key; the last ends after the days.
+        INSERT INTO config_history (tenant_id, key, valid_from, valid_to, value, locked,
+                                    sensitive, reveal_to_descendants, updated_at)
+        SELECT w.tenant_id, w.key, w.revision,
+               coalesce(lead(w.revision) OVER (PARTITION BY w.tenant_id, w.key
+                                               ORDER BY w.revision),
+                        $2::bigint + $3::integer + 1),
+               to_jsonb(w.revision), false, false, false, now()
+        FROM writes w
+        """,
+        ids, base, count,
+    )  # fmt: skip
+    await conn.execute("ANALYZE history_revisions")
+    await conn.execute("ANALYZE config_history")
+    return base + 1, base + count
+
+
 async def _mean_ms(n: int, fn: Callable[[int], Awaitable[object]]) -> float:
     start = time.perf_counter()
     for i in range(n):
@@ -76,6 +134,9 @@ async def main() -> None:
     queries = Queries.load()
     ids = await _tree(conn)
     leaf = ids[DEPTH - 1]
+    loaded = await _long_history(conn, ids) if DAYS else None
+    if loaded:
+        print(f"{DAYS} days loaded: revisions {loaded[0]} to {loaded[1]}")
     rng = random.Random(7)
     # History: WRITES single-entry transactions, a quarter of them on the chain.
     for i in range(WRITES):
@@ -99,11 +160,17 @@ async def main() -> None:
 
     live = queries["render_tenant_context"]
     past = queries["render_tenant_context_at"]
-    for label, revision in (
-        ("newest", newest),
-        ("middle", newest // 2),
-        ("first of the writes", TENANTS + 1),
-    ):
+    bounds = queries["history_bounds"]
+    moments = [("newest", newest), ("middle", newest // 2), ("first of the writes", TENANTS + 1)]
+    if loaded:
+        per_day = 24 * 60 * WRITES_PER_MINUTE
+        moments = [
+            ("newest", newest),
+            ("1 day back", loaded[1] - per_day),
+            (f"{DAYS // 2} days back", loaded[1] - DAYS // 2 * per_day),
+            (f"{DAYS} days back", loaded[0]),
+        ]
+    for label, revision in moments:
         now_runs: list[float] = []
         then_runs: list[float] = []
 
@@ -113,12 +180,24 @@ async def main() -> None:
         async def read_past(_i: int, r: int = revision) -> object:
             return await past.one(conn, tenant_id=leaf, revision=r)
 
+        at = await conn.fetchval(
+            "SELECT committed_at FROM history_revisions WHERE revision = $1", revision
+        )
+
+        async def read_at_time(_i: int, at: object = at) -> object:
+            found = await bounds.one(conn, at=at)
+            assert found is not None
+            return await past.one(conn, tenant_id=leaf, revision=found["at_revision"])
+
+        timed_runs: list[float] = []
         for _ in range(3):
             now_runs.append(await _mean_ms(300, read_live))
             then_runs.append(await _mean_ms(300, read_past))
+            timed_runs.append(await _mean_ms(300, read_at_time))
         ratio = statistics.median(then_runs) / statistics.median(now_runs)
         print(f"depth {DEPTH} context, live:              ", _figure(now_runs))
         print(f"depth {DEPTH} context, as of {label} ({revision}):", _figure(then_runs))
+        print("  the same by time (bounds + context):", _figure(timed_runs))
         print(f"  as-of / live = {ratio:.2f}")
     await conn.close()
 
