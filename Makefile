@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help install run test lint typecheck unit quick migrate schema bench bench-full bench-tools clean
+.PHONY: help install run test lint typecheck unit quick migrate schema bench bench-full bench-huge bench-tools clean
 
 help: ## list the targets
 	@echo "Targets (PORT=9000 make run serves on another port):"
@@ -68,6 +68,9 @@ bench: install bench-tools ## the benchmark suite at 100,000 tenants (about 2.5 
 
 bench-full: install bench-tools ## the benchmark suite at 1,000,000 tenants
 	$(BIN)/python -m bench run --full $(BENCH_ARGS)
+
+bench-huge: install bench-tools ## the cost curve at 10k, 100k, 1M and 10M tenants (an hour or more, ~20 GB)
+	$(BIN)/python -m bench curve $(BENCH_ARGS)
 
 clean: ## remove .venv and the tool caches (not ./.data)
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

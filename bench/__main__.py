@@ -2,6 +2,7 @@
 
 python -m bench run --quick            100,000 tenants, under 5 minutes (make bench)
 python -m bench run --full             1,000,000 tenants (make bench-full)
+python -m bench curve                  10k, 100k, 1M and 10M tenants (make bench-huge)
 python -m bench mixed                  the mixed workload alone (contexts read while writes arrive)
 python -m bench replicas               replicas: routing overhead, a lagging one (bench/replicas.py)
 python -m bench markdown FILE          markdown tables of a results file
@@ -20,6 +21,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench.curve import CURVE_SCALES, CurveOptions, format_curve, run_curve
 from bench.environment import PostgresServer
 from bench.http_suite import LoadSettings
 from bench.markdown import render
@@ -58,6 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(run --only mixed --skip-sql)",
     )
     _add_run_options(mixed)
+    curve = sub.add_parser(
+        "curve",
+        help="the cost curve: the full run's measurements at each of --scales tenants, each "
+        "scale side by side with the one before (make bench-huge)",
+    )
+    _add_curve_options(curve)
     markdown = sub.add_parser("markdown", help="markdown tables of a results file")
     markdown.add_argument("results", type=Path, help="a bench/results/*.json file")
     plots = sub.add_parser("plots", help="PNG charts of results files (the bench extra)")
@@ -133,6 +141,57 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
         type=Path,
         help="where to write the results (default .data/bench-results/<mode>-<timestamp>.json)",
     )
+
+
+def _add_curve_options(curve: argparse.ArgumentParser) -> None:
+    curve.add_argument(
+        "--scales",
+        default=",".join(str(n) for n in CURVE_SCALES),
+        help="comma-separated tenant counts, ascending (10000,100000,1000000,10000000)",
+    )
+    curve.add_argument("--duration", type=float, help="seconds per load (the full run's 10)")
+    curve.add_argument("--connections", type=int, default=32, help="load connections (32)")
+    curve.add_argument("--tool", choices=("auto", "wrk", "python"), default="auto")
+    curve.add_argument("--pool-size", type=int, default=10, help="database pool (10)")
+    curve.add_argument("--database-url", help="a PostgreSQL server for the bench_curve_* databases")
+    curve.add_argument("--data-dir", type=Path, default=Path(".data/bench"))
+    curve.add_argument(
+        "--keep-databases",
+        action="store_true",
+        help="keep every scale's database (default: only the largest is kept)",
+    )
+    curve.add_argument(
+        "--output-json",
+        type=Path,
+        help="where to write the curve (default .data/bench-results/curve-<timestamp>.json)",
+    )
+
+
+def _curve(args: argparse.Namespace) -> int:
+    _tenants, duration, warmup, samples, creates, batches = PROFILES["full"]
+    scales = tuple(sorted(int(n) for n in args.scales.split(",")))
+    options = CurveOptions(
+        scales=scales,
+        database_url=args.database_url,
+        data_dir=args.data_dir,
+        pool_size=args.pool_size,
+        load=LoadSettings(
+            connections=args.connections, duration_s=args.duration or duration,
+            warmup_s=warmup, latency_samples=samples, tool=args.tool,
+            write_samples=creates, batch_samples=batches,
+        ),
+        results_dir=RESULTS_DIR,
+        keep_databases=args.keep_databases,
+    )  # fmt: skip
+    with PostgresServer(options.database_url, options.data_dir) as server:
+        result = asyncio.run(run_curve(options, server))
+    output = args.output_json or RESULTS_DIR / f"curve-{time.strftime('%Y%m%dT%H%M%S')}.json"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_bytes(encode(result))
+    print()
+    print(format_curve(result))
+    print(f"\ncurve: {output}; each scale's run beside it (python -m bench plots ...)")
+    return 0
 
 
 def _options(args: argparse.Namespace) -> RunOptions:
@@ -226,6 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "run": _run,
         "mixed": _run,
         "replicas": run_replicas,
+        "curve": _curve,
         "seed": _seed,
         "markdown": _markdown,
         "plots": _plots,

@@ -155,27 +155,11 @@ async def run_suite(options: RunOptions, server: PostgresServer) -> RunResult:
         if not options.skip_sql and options.wants("sql"):
             say("SQL comparison: closure table, recursive CTE, ltree")
             sql = await _sql_comparison(main.dsn, options.sql_repeats)
-        say("baselines")
-        baselines = await measure_baselines(main, options)
-        endpoints, writes, moves = await _service_runs(main, options)
-        mixed: Mixed | None = None
-        if options.wants("mixed"):
-            say("mixed workload: contexts read while config writes and moves arrive")
-            b_db = baselines.get("B_db")
-            mixed = await measure_mixed(
-                main.env, main.headers, main.seed, options.load,
-                None if b_db is None else b_db.load.rps,
-            )  # fmt: skip
-        depths: DepthSweep | None = None
-        if options.wants("depths"):
-            say("context and ancestors against depth, read cache off")
-            depths = await measure_depths(
-                main.env, main.headers, main.seed, max(20, options.load.latency_samples // 4)
-            )
+        measured = await measure_service(main, options)
         scale: Scale | None = None
         if small is not None:
             say(f"scale comparison at {SMALL_SCALE:,} tenants")
-            scale = await _scale_comparison(main, small, options)
+            scale = await scale_comparison(main, small, options)
     result = RunResult(
         mode=options.mode,
         started_at=started_at,
@@ -183,13 +167,13 @@ async def run_suite(options: RunOptions, server: PostgresServer) -> RunResult:
         machine=machine,
         seed=Seeds(main=main.seed.figures(), small=None if small is None else small.seed.figures()),
         sql=sql,
-        baselines=baselines,
-        endpoints=endpoints,
-        writes=writes,
-        moves=moves,
+        baselines=measured.baselines,
+        endpoints=measured.endpoints,
+        writes=measured.writes,
+        moves=measured.moves,
         scale=scale,
-        mixed=mixed,
-        depths=depths,
+        mixed=measured.mixed,
+        depths=measured.depths,
         target_rules=TARGET_RULES,
     )
     return msgspec.structs.replace(
@@ -197,6 +181,39 @@ async def run_suite(options: RunOptions, server: PostgresServer) -> RunResult:
         targets=evaluate_targets(result),
         elapsed_s=round(time.perf_counter() - started, 1),
     )
+
+
+@dataclass(frozen=True)
+class Measured:
+    baselines: dict[str, EndpointFigures]
+    endpoints: dict[str, EndpointFigures]
+    writes: Writes
+    moves: Moves
+    mixed: Mixed | None
+    depths: DepthSweep | None
+
+
+async def measure_service(main: Prepared, options: RunOptions) -> Measured:
+    """On a seeded database: the baselines, the service's reads, writes and moves, the
+    mixed workload and the depth sweep (the steps options asks for)."""
+    say("baselines")
+    baselines = await measure_baselines(main, options)
+    endpoints, writes, moves = await _service_runs(main, options)
+    mixed: Mixed | None = None
+    if options.wants("mixed"):
+        say("mixed workload: contexts read while config writes and moves arrive")
+        b_db = baselines.get("B_db")
+        mixed = await measure_mixed(
+            main.env, main.headers, main.seed, options.load,
+            None if b_db is None else b_db.load.rps,
+        )  # fmt: skip
+    depths: DepthSweep | None = None
+    if options.wants("depths"):
+        say("context and ancestors against depth, read cache off")
+        depths = await measure_depths(
+            main.env, main.headers, main.seed, max(20, options.load.latency_samples // 4)
+        )
+    return Measured(baselines, endpoints, writes, moves, mixed, depths)
 
 
 async def _sql_comparison(dsn: str, repeats: int) -> SqlComparison:
@@ -263,7 +280,7 @@ def uncached(env: dict[str, str]) -> dict[str, str]:
 SCALE_ROUNDS = 3
 
 
-async def _scale_comparison(main: Prepared, small: Prepared, options: RunOptions) -> Scale:
+async def scale_comparison(main: Prepared, small: Prepared, options: RunOptions) -> Scale:
     """End-to-end latency of context and ancestors at depth 10, the same requests on
     both databases. Both services run side by side and are measured in alternation,
     SCALE_ROUNDS times each, so a slow patch of the shared machine hits both sizes; the

@@ -26,6 +26,7 @@ REALISTIC_MAX_DEPTH = 12
 DEEP_CHAIN_DEPTH = 15
 DEEPEST_CHAIN_DEPTH = 31
 CONTEXT_CHAIN_DEPTH = 10
+WIDEST_CHILDREN = 100_000
 CONTEXT_ENTRIES_PER_LEVEL = 20
 CONFIG_KEYS = [f"feature.k{i}" for i in range(50)]
 PERMISSION_KEYS = [f"perm.p{i}" for i in range(30)]
@@ -42,8 +43,10 @@ class SeedPlan:
 
     @classmethod
     def for_total(cls, total: int, seed: int = 20261122) -> SeedPlan:
-        """Shapes scaled to `total`: a tenth of it under the wide root, the largest
-        balanced tree that fits in a ninth of it, 100 deep chains (fewer when small)."""
+        """Shapes scaled to `total`: a tenth of it under the wide root (at most
+        WIDEST_CHILDREN: beyond a million tenants the widest node and the largest move stay
+        those of the full run), the largest balanced tree that fits in a ninth of it, 100
+        deep chains (fewer when small)."""
         if total < 1_000:
             raise ValueError("seed at least 1,000 tenants")
         depth = 1
@@ -51,7 +54,7 @@ class SeedPlan:
             depth += 1
         return cls(
             total=total,
-            wide_children=total // 10,
+            wide_children=min(total // 10, WIDEST_CHILDREN),
             deep_chains=min(100, total // 1_000),
             balanced_depth=depth,
             # The sized subtrees (11,100 tenants) would swamp a small database.
