@@ -191,6 +191,15 @@ def _curve(args: argparse.Namespace) -> int:
     print()
     print(format_curve(result))
     print(f"\ncurve: {output}; each scale's run beside it (python -m bench plots ...)")
+    kept = scales if args.keep_databases else scales[-1:]
+    names = ", ".join(f"bench_curve_{n}" for n in kept)
+    if options.database_url is None:
+        print(f"databases {names} are in the embedded PostgreSQL's files in {options.data_dir} "
+              f"({_megabytes(options.data_dir):,.0f} MB); remove them with: "
+              f"rm -rf {options.data_dir}")  # fmt: skip
+    else:
+        print(f"databases {names} are kept on the --database-url server; remove each with: "
+              "DROP DATABASE <name>")  # fmt: skip
     return 0
 
 
