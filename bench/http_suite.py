@@ -148,11 +148,13 @@ def move_subjects(seed: SeedReport) -> list[tuple[str, str, str | None, int]]:
     """(label, tenant, its parent, tenants moved) for each move size the data allows;
     each label is a field of bench.results.Moves."""
     marks = seed.landmarks
-    subjects: list[tuple[str, str, str | None, int]] = [
-        ("move_1", marks["sized_100_leaf"], marks["sized_100_leaf_parent"], 1),
-        ("move_1000", marks["sized_1k"], None, 1_000),
-        ("move_10000", marks["sized_10k"], None, 10_001),
-    ]
+    subjects: list[tuple[str, str, str | None, int]] = []
+    if "sized_10k" in marks:  # the sized subtrees (from 50,000 tenants on)
+        subjects += [
+            ("move_1", marks["sized_100_leaf"], marks["sized_100_leaf_parent"], 1),
+            ("move_1000", marks["sized_1k"], None, 1_000),
+            ("move_10000", marks["sized_10k"], None, 10_001),
+        ]
     wide = seed.plan.wide_children
     if wide >= 100_000:
         subjects.append(("move_100000", marks["wide_root"], None, wide + 1))

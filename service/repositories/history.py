@@ -27,6 +27,16 @@ class HistoryBoundsRow:
 
 
 @dataclass(frozen=True, slots=True)
+class ContextAtRow:
+    """The bounds of the kept history, the revision a moment named (as history_bounds
+    resolves it) and the context then (None: the tenant did not exist)."""
+
+    bounds: HistoryBoundsRow
+    revision: int
+    context: RenderedContext | None
+
+
+@dataclass(frozen=True, slots=True)
 class HistoryRevisionRow:
     revision: int
     committed_at: datetime
@@ -126,8 +136,33 @@ class HistoryRepository(Repository):
     async def render_tenant_context_at(
         self, conn: asyncpg.Connection, tenant_id: UUID, revision: int
     ) -> RenderedContext | None:
-        row = await self._context_at.one(conn, tenant_id=tenant_id, revision=revision)
-        return None if row is None else RenderedContext(**row)
+        """The context at a revision already checked against the bounds."""
+        return (await self.render_tenant_context_at_moment(conn, tenant_id, revision)).context
+
+    async def render_tenant_context_at_moment(
+        self,
+        conn: asyncpg.Connection,
+        tenant_id: UUID,
+        revision: int | None,
+        at: datetime | None = None,
+    ) -> ContextAtRow:
+        """The bounds, the revision a moment names and the context then, in one
+        statement."""
+        row = await self._context_at.one(conn, tenant_id=tenant_id, revision=revision, at=at)
+        assert row is not None  # the horizon holds its one row from the migration on
+        bounds = HistoryBoundsRow(
+            kept_from=row["kept_from"],
+            kept_since=row["kept_since"],
+            newest=row["newest"],
+            at_revision=row["revision"],
+        )
+        context = None
+        if row["id"] is not None:
+            context = RenderedContext(
+                id=row["id"], ancestry_path=row["ancestry_path"], depth=row["depth"],
+                status=row["status"], document=row["document"],
+            )  # fmt: skip
+        return ContextAtRow(bounds=bounds, revision=int(row["revision"]), context=context)
 
     async def get_tenant_at(
         self, conn: asyncpg.Connection, tenant_id: UUID, revision: int

@@ -17,16 +17,31 @@ SELECT h.kept_from, h.kept_since,
 FROM history_horizon h;
 
 -- name: render_tenant_context_at :one
--- A tenant's position at revision r with its masked context document as
--- render_tenant_context renders it, from the history (no row: the tenant did not exist
--- at r).
+-- The moment asked resolved against the kept history (as history_bounds resolves it), and
+-- the tenant's position at that revision r with its masked context document as
+-- render_tenant_context renders it (NULL id and document: the tenant did not exist at
+-- r). The moment is the revision given, else the last revision committed at or before
+-- at (the horizon's when none). One statement, so the bounds and the document come from
+-- one snapshot without a transaction around two.
 WITH RECURSIVE
+-- 0. The kept history's bounds, and r.
+bounds AS (
+    SELECT h.kept_from, h.kept_since,
+           (SELECT coalesce(max(cr.revision), 0) FROM context_revisions cr) AS newest,
+           coalesce(:'revision'::bigint,
+                    greatest((SELECT hr.revision FROM history_revisions hr
+                              WHERE hr.committed_at <= :'at'::timestamptz
+                              ORDER BY hr.committed_at DESC, hr.revision DESC
+                              LIMIT 1),
+                             h.kept_from)) AS revision
+    FROM history_horizon h
+),
 -- 1. The tenant's version valid at r (tenant_history_valid_to_idx).
 node AS (
     SELECT th.tenant_id AS id, th.ancestry_path, th.depth, th.isolation_strategy, th.status
     FROM tenant_history th
-    WHERE th.tenant_id = :'tenant_id' AND th.valid_to > :'revision'::bigint
-      AND th.valid_from <= :'revision'::bigint
+    WHERE th.tenant_id = :'tenant_id' AND th.valid_to > (SELECT b.revision FROM bounds b)
+      AND th.valid_from <= (SELECT b.revision FROM bounds b)
 ),
 -- 2. The chain at r, read from the tenant's path then (root first, itself last), with
 --    each ancestor's distance from the tenant.
@@ -69,11 +84,11 @@ config_at AS (
         SELECT h.key, h.value, h.sensitive, h.locked, h.expires_at, h.tenant_id, h.valid_to
         FROM config_history h
         WHERE h.tenant_id = k.tenant_id AND h.key = k.key
-          AND h.valid_from <= :'revision'::bigint
+          AND h.valid_from <= (SELECT b.revision FROM bounds b)
         ORDER BY h.valid_from DESC
         LIMIT 1
     ) AS v
-    WHERE k.key IS NOT NULL AND v.valid_to > :'revision'::bigint
+    WHERE k.key IS NOT NULL AND v.valid_to > (SELECT b.revision FROM bounds b)
 ),
 permission_at AS (
     SELECT k.distance, v.*
@@ -82,11 +97,11 @@ permission_at AS (
         SELECT h.key, h.value, h.mode, h.expires_at, h.tenant_id, h.valid_to
         FROM permission_history h
         WHERE h.tenant_id = k.tenant_id AND h.key = k.key
-          AND h.valid_from <= :'revision'::bigint
+          AND h.valid_from <= (SELECT b.revision FROM bounds b)
         ORDER BY h.valid_from DESC
         LIMIT 1
     ) AS v
-    WHERE k.key IS NOT NULL AND v.valid_to > :'revision'::bigint
+    WHERE k.key IS NOT NULL AND v.valid_to > (SELECT b.revision FROM bounds b)
 ),
 -- 5. Config winners at r per key: the highest lock, else the nearest entry (the rules of
 --    render_tenant_context).
@@ -110,52 +125,58 @@ permission_winners AS (
              (pp.mode = 'LOCKED') DESC,
              CASE WHEN pp.mode = 'LOCKED' THEN -pp.distance ELSE pp.distance END
 )
--- 7. The document, built as render_tenant_context builds it (expires_at shown when set).
-SELECT t.id, t.ancestry_path, t.depth, t.status,
-       json_build_object(
-           'tenant_id', t.id,
-           'ancestry_path', t.ancestry_path,
-           'depth', t.depth,
-           'isolation_strategy', t.isolation_strategy,
-           'resolved_config', coalesce(
-               (SELECT json_object_agg(w.key, CASE WHEN w.expires_at IS NULL THEN
-                       json_build_object(
-                           'key', w.key,
-                           'value', CASE WHEN w.sensitive THEN '"***"'::jsonb ELSE w.value END,
-                           'source_tenant_id', w.source_tenant_id,
-                           'inherited', w.source_tenant_id <> t.id,
-                           'locked', w.locked)
-                       ELSE json_build_object(
-                           'key', w.key,
-                           'value', CASE WHEN w.sensitive THEN '"***"'::jsonb ELSE w.value END,
-                           'source_tenant_id', w.source_tenant_id,
-                           'inherited', w.source_tenant_id <> t.id,
-                           'locked', w.locked,
-                           'expires_at', svc_iso_time(w.expires_at)) END ORDER BY w.key)
-                FROM config_winners w),
-               '{}'::json),
-           'resolved_permissions', coalesce(
-               (SELECT json_object_agg(p.key, CASE WHEN p.expires_at IS NULL THEN
-                       json_build_object(
-                           'key', p.key,
-                           'value', p.value,
-                           'mode', p.mode,
-                           'source_tenant_id', p.source_tenant_id,
-                           'locked', p.mode = 'LOCKED',
-                           'delegated', p.source_tenant_id <> t.id AND p.mode <> 'LOCKED')
-                       ELSE json_build_object(
-                           'key', p.key,
-                           'value', p.value,
-                           'mode', p.mode,
-                           'source_tenant_id', p.source_tenant_id,
-                           'locked', p.mode = 'LOCKED',
-                           'delegated', p.source_tenant_id <> t.id AND p.mode <> 'LOCKED',
-                           'expires_at', svc_iso_time(p.expires_at)) END
-                       ORDER BY p.key)
-                FROM permission_winners p),
-               '{}'::json)
-       )::text AS document
-FROM node t;
+-- 7. The bounds, and the document built as render_tenant_context builds it (expires_at
+--    shown when set).
+SELECT b.kept_from, b.kept_since, b.newest, b.revision,
+       d.id, d.ancestry_path, d.depth, d.status, d.document
+FROM bounds b
+LEFT JOIN (
+    SELECT t.id, t.ancestry_path, t.depth, t.status,
+           json_build_object(
+               'tenant_id', t.id,
+               'ancestry_path', t.ancestry_path,
+               'depth', t.depth,
+               'isolation_strategy', t.isolation_strategy,
+               'resolved_config', coalesce(
+                   (SELECT json_object_agg(w.key, CASE WHEN w.expires_at IS NULL THEN
+                           json_build_object(
+                               'key', w.key,
+                               'value', CASE WHEN w.sensitive THEN '"***"'::jsonb ELSE w.value END,
+                               'source_tenant_id', w.source_tenant_id,
+                               'inherited', w.source_tenant_id <> t.id,
+                               'locked', w.locked)
+                           ELSE json_build_object(
+                               'key', w.key,
+                               'value', CASE WHEN w.sensitive THEN '"***"'::jsonb ELSE w.value END,
+                               'source_tenant_id', w.source_tenant_id,
+                               'inherited', w.source_tenant_id <> t.id,
+                               'locked', w.locked,
+                               'expires_at', svc_iso_time(w.expires_at)) END ORDER BY w.key)
+                    FROM config_winners w),
+                   '{}'::json),
+               'resolved_permissions', coalesce(
+                   (SELECT json_object_agg(p.key, CASE WHEN p.expires_at IS NULL THEN
+                           json_build_object(
+                               'key', p.key,
+                               'value', p.value,
+                               'mode', p.mode,
+                               'source_tenant_id', p.source_tenant_id,
+                               'locked', p.mode = 'LOCKED',
+                               'delegated', p.source_tenant_id <> t.id AND p.mode <> 'LOCKED')
+                           ELSE json_build_object(
+                               'key', p.key,
+                               'value', p.value,
+                               'mode', p.mode,
+                               'source_tenant_id', p.source_tenant_id,
+                               'locked', p.mode = 'LOCKED',
+                               'delegated', p.source_tenant_id <> t.id AND p.mode <> 'LOCKED',
+                               'expires_at', svc_iso_time(p.expires_at)) END
+                           ORDER BY p.key)
+                    FROM permission_winners p),
+                   '{}'::json)
+           )::text AS document
+    FROM node t
+) AS d ON true;
 
 -- name: get_tenant_at :one
 -- One tenant as it was at revision r, with its own config then (sensitive values

@@ -14,7 +14,7 @@ from service.auth.principal import Principal
 from service.base.errors import FieldError, ServiceError
 from service.base.etags import Rendered
 from service.base.timefmt import utcnow
-from service.repositories.context import RenderedContext
+from service.repositories.history import HistoryBoundsRow
 from service.usecases.common.deps import Deps
 from service.usecases.common.tenant_access import active, visible, visible_active
 from service.views.base import render
@@ -25,6 +25,32 @@ Moment = int | datetime
 
 def validation_failed(error: FieldError) -> ServiceError:
     return ServiceError("VALIDATION_ERROR", f"{error.field}: {error.message}", details=[error])
+
+
+def _not_future(moment: Moment, field: str) -> datetime:
+    """Now; a time after it is refused."""
+    now = utcnow()
+    if isinstance(moment, datetime) and moment > now:
+        raise validation_failed(FieldError(field, "lies in the future"))
+    return now
+
+
+def _checked(bounds: HistoryBoundsRow, moment: Moment, field: str) -> int:
+    """The revision a moment names, by the bounds read for it: a revision as it is, a
+    time as the last revision committed at or before it (the horizon's when none)."""
+    if isinstance(moment, int):
+        if moment > bounds.newest:
+            raise validation_failed(
+                FieldError(field, f"past the newest revision ({bounds.newest})")
+            )
+        if moment < bounds.kept_from:
+            raise history_unavailable()
+        return moment
+    if moment < bounds.kept_since:
+        raise history_unavailable()
+    if bounds.at_revision is None or bounds.at_revision < bounds.kept_from:
+        return bounds.kept_from
+    return bounds.at_revision
 
 
 def history_unavailable() -> ServiceError:
@@ -41,37 +67,28 @@ class ContextHistory:
     async def revision_of(self, conn: asyncpg.Connection, moment: Moment, field: str) -> int:
         """The revision a moment names: a revision as it is, a time as the last revision
         committed at or before it (by the commit time in the revision log)."""
-        now = utcnow()
-        at = moment if isinstance(moment, datetime) else now
-        bounds = await self.history.history_bounds(conn, at)
-        if isinstance(moment, int):
-            if moment > bounds.newest:
-                raise validation_failed(
-                    FieldError(field, f"past the newest revision ({bounds.newest})")
-                )
-            if moment < bounds.kept_from:
-                raise history_unavailable()
-            return moment
-        if moment > now:
-            raise validation_failed(FieldError(field, "lies in the future"))
-        if moment < bounds.kept_since:
-            raise history_unavailable()
-        if bounds.at_revision is None or bounds.at_revision < bounds.kept_from:
-            return bounds.kept_from
-        return bounds.at_revision
+        now = _not_future(moment, field)
+        bounds = await self.history.history_bounds(
+            conn, moment if isinstance(moment, datetime) else now
+        )
+        return _checked(bounds, moment, field)
 
     async def context_at(
         self, principal: Principal, tenant_id: UUID, moment: Moment, field: str
     ) -> Rendered:
-        """The masked context as GET /context answered at that moment."""
-
-        async def work(conn: asyncpg.Connection) -> RenderedContext:
-            revision = await self.revision_of(conn, moment, field)
-            found = await self.history.render_tenant_context_at(conn, tenant_id, revision)
-            return visible_active(principal, found)
-
-        node = await self.deps.db.transaction(work, isolation="repeatable_read")
-        return Rendered.of_text(node.document)
+        """The masked context as GET /context answered at that moment: the moment and the
+        context in one statement (one snapshot, no transaction around two)."""
+        _not_future(moment, field)
+        found = await self.deps.db.run(
+            lambda conn: self.history.render_tenant_context_at_moment(
+                conn,
+                tenant_id,
+                moment if isinstance(moment, int) else None,
+                moment if isinstance(moment, datetime) else None,
+            )
+        )
+        _checked(found.bounds, moment, field)
+        return Rendered.of_text(visible_active(principal, found.context).document)
 
     async def tenant_at(
         self,
