@@ -113,6 +113,11 @@ async def _long_history(conn: asyncpg.Connection, ids: list[uuid.UUID]) -> tuple
         """,
         ids, base, count,
     )  # fmt: skip
+    await conn.execute(
+        "INSERT INTO config_history_keys (tenant_id, key)"
+        " SELECT DISTINCT h.tenant_id, h.key FROM config_history h"
+        " ON CONFLICT (tenant_id, key) DO NOTHING"
+    )
     await conn.execute("ANALYZE history_revisions")
     await conn.execute("ANALYZE config_history")
     return base + 1, base + count

@@ -739,6 +739,8 @@ BEGIN
                           WHERE strpos(h.ancestry_path, g.id::text) > 0);
             DELETE FROM config_history WHERE tenant_id = ANY (gone);
             DELETE FROM permission_history WHERE tenant_id = ANY (gone);
+            DELETE FROM config_history_keys WHERE tenant_id = ANY (gone);
+            DELETE FROM permission_history_keys WHERE tenant_id = ANY (gone);
         END IF;
         WITH closed AS (
             UPDATE tenant_history h SET valid_to = rev
@@ -788,21 +790,28 @@ BEGIN
                         (h.value, h.locked, h.sensitive, h.reveal_to_descendants, h.updated_at,
                          h.expires_at))
             RETURNING 1
+        ),
+        opened AS (
+            INSERT INTO config_history (tenant_id, key, valid_from, value, encrypted_value,
+                                        locked, sensitive, reveal_to_descendants, updated_at,
+                                        expires_at)
+            SELECT c.tenant_id, c.key, rev, c.value, c.encrypted_value, c.locked, c.sensitive,
+                   c.reveal_to_descendants, c.updated_at, c.expires_at
+            FROM config_entries c
+            WHERE c.tenant_id = ANY (entried)
+              AND NOT EXISTS (
+                  SELECT 1 FROM config_history h
+                  WHERE h.tenant_id = c.tenant_id AND h.key = c.key AND h.valid_to = open_to
+                    AND (c.value, c.locked, c.sensitive, c.reveal_to_descendants, c.updated_at,
+                         c.expires_at)
+                        IS NOT DISTINCT FROM
+                        (h.value, h.locked, h.sensitive, h.reveal_to_descendants,
+                         h.updated_at, h.expires_at))
+            RETURNING tenant_id, key
         )
-        INSERT INTO config_history (tenant_id, key, valid_from, value, encrypted_value, locked,
-                                    sensitive, reveal_to_descendants, updated_at, expires_at)
-        SELECT c.tenant_id, c.key, rev, c.value, c.encrypted_value, c.locked, c.sensitive,
-               c.reveal_to_descendants, c.updated_at, c.expires_at
-        FROM config_entries c
-        WHERE c.tenant_id = ANY (entried)
-          AND NOT EXISTS (
-              SELECT 1 FROM config_history h
-              WHERE h.tenant_id = c.tenant_id AND h.key = c.key AND h.valid_to = open_to
-                AND (c.value, c.locked, c.sensitive, c.reveal_to_descendants, c.updated_at,
-                     c.expires_at)
-                    IS NOT DISTINCT FROM
-                    (h.value, h.locked, h.sensitive, h.reveal_to_descendants, h.updated_at,
-                     h.expires_at));
+        INSERT INTO config_history_keys (tenant_id, key)
+        SELECT DISTINCT o.tenant_id, o.key FROM opened o
+        ON CONFLICT (tenant_id, key) DO NOTHING;
 
         WITH closed AS (
             UPDATE permission_history h SET valid_to = rev
@@ -813,16 +822,22 @@ BEGIN
                     AND p.value = h.value AND p.mode = h.mode
                     AND p.expires_at IS NOT DISTINCT FROM h.expires_at)
             RETURNING 1
+        ),
+        opened AS (
+            INSERT INTO permission_history (tenant_id, key, valid_from, value, mode, expires_at)
+            SELECT p.tenant_id, p.key, rev, p.value, p.mode, p.expires_at
+            FROM permission_policies p
+            WHERE p.tenant_id = ANY (entried)
+              AND NOT EXISTS (
+                  SELECT 1 FROM permission_history h
+                  WHERE h.tenant_id = p.tenant_id AND h.key = p.key AND h.valid_to = open_to
+                    AND p.value = h.value AND p.mode = h.mode
+                    AND p.expires_at IS NOT DISTINCT FROM h.expires_at)
+            RETURNING tenant_id, key
         )
-        INSERT INTO permission_history (tenant_id, key, valid_from, value, mode, expires_at)
-        SELECT p.tenant_id, p.key, rev, p.value, p.mode, p.expires_at
-        FROM permission_policies p
-        WHERE p.tenant_id = ANY (entried)
-          AND NOT EXISTS (
-              SELECT 1 FROM permission_history h
-              WHERE h.tenant_id = p.tenant_id AND h.key = p.key AND h.valid_to = open_to
-                AND p.value = h.value AND p.mode = h.mode
-                AND p.expires_at IS NOT DISTINCT FROM h.expires_at);
+        INSERT INTO permission_history_keys (tenant_id, key)
+        SELECT DISTINCT o.tenant_id, o.key FROM opened o
+        ON CONFLICT (tenant_id, key) DO NOTHING;
     END IF;
     RETURN NULL;
 END;
@@ -1009,6 +1024,11 @@ CREATE TABLE public.config_history (
     expires_at timestamp with time zone
 );
 
+CREATE TABLE public.config_history_keys (
+    tenant_id uuid NOT NULL,
+    key text NOT NULL
+);
+
 CREATE TABLE public.config_schemas (
     tenant_id uuid NOT NULL,
     key text NOT NULL,
@@ -1146,6 +1166,11 @@ CREATE TABLE public.permission_history (
     value boolean NOT NULL,
     mode text NOT NULL,
     expires_at timestamp with time zone
+);
+
+CREATE TABLE public.permission_history_keys (
+    tenant_id uuid NOT NULL,
+    key text NOT NULL
 );
 
 CREATE TABLE public.permission_policies (
@@ -1358,6 +1383,9 @@ ALTER TABLE ONLY public.config_budgets
 ALTER TABLE ONLY public.config_entries
     ADD CONSTRAINT config_entries_pkey PRIMARY KEY (tenant_id, key);
 
+ALTER TABLE ONLY public.config_history_keys
+    ADD CONSTRAINT config_history_keys_pkey PRIMARY KEY (tenant_id, key);
+
 ALTER TABLE ONLY public.config_history
     ADD CONSTRAINT config_history_pkey PRIMARY KEY (tenant_id, key, valid_from);
 
@@ -1393,6 +1421,9 @@ ALTER TABLE ONLY public.idempotency_keys
 
 ALTER TABLE ONLY public.idempotency_keys
     ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.permission_history_keys
+    ADD CONSTRAINT permission_history_keys_pkey PRIMARY KEY (tenant_id, key);
 
 ALTER TABLE ONLY public.permission_history
     ADD CONSTRAINT permission_history_pkey PRIMARY KEY (tenant_id, key, valid_from);

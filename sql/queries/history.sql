@@ -23,7 +23,7 @@ FROM history_horizon h;
 -- r). The moment is the revision given, else the last revision committed at or before
 -- at (the horizon's when none). One statement, so the bounds and the document come from
 -- one snapshot without a transaction around two.
-WITH RECURSIVE
+WITH
 -- 0. The kept history's bounds, and r.
 bounds AS (
     SELECT h.kept_from, h.kept_since,
@@ -35,6 +35,7 @@ bounds AS (
                               LIMIT 1),
                              h.kept_from)) AS revision
     FROM history_horizon h
+    LIMIT 1  -- the table holds one row; without statistics the planner guesses more
 ),
 -- 1. The tenant's version valid at r (tenant_history_valid_to_idx).
 node AS (
@@ -50,30 +51,22 @@ chain AS (
     FROM node n,
          unnest(string_to_array(ltrim(n.ancestry_path, '/'), '/')) WITH ORDINALITY AS x(part, ord)
 ),
--- 3. Every key each chain member ever had in the kept history, by a loose scan of
---    config_history_pkey / permission_history_pkey (one probe per key, however many
---    versions a key has).
+-- 3. Every key each chain member ever had in the history: one range of
+--    config_history_keys_pkey / permission_history_keys_pkey per member (OFFSET 0 keeps
+--    the lookup per member, never a scan of the whole table).
 config_keys AS (
-    SELECT ch.tenant_id, ch.distance,
-           (SELECT min(v.key) FROM config_history v WHERE v.tenant_id = ch.tenant_id) AS key
+    SELECT ch.tenant_id, ch.distance, k.key
     FROM chain ch
-    UNION ALL
-    SELECT k.tenant_id, k.distance,
-           (SELECT min(v.key) FROM config_history v
-            WHERE v.tenant_id = k.tenant_id AND v.key > k.key)
-    FROM config_keys k
-    WHERE k.key IS NOT NULL
+    CROSS JOIN LATERAL (
+        SELECT hk.key FROM config_history_keys hk WHERE hk.tenant_id = ch.tenant_id OFFSET 0
+    ) AS k
 ),
 permission_keys AS (
-    SELECT ch.tenant_id, ch.distance,
-           (SELECT min(v.key) FROM permission_history v WHERE v.tenant_id = ch.tenant_id) AS key
+    SELECT ch.tenant_id, ch.distance, k.key
     FROM chain ch
-    UNION ALL
-    SELECT k.tenant_id, k.distance,
-           (SELECT min(v.key) FROM permission_history v
-            WHERE v.tenant_id = k.tenant_id AND v.key > k.key)
-    FROM permission_keys k
-    WHERE k.key IS NOT NULL
+    CROSS JOIN LATERAL (
+        SELECT hk.key FROM permission_history_keys hk WHERE hk.tenant_id = ch.tenant_id OFFSET 0
+    ) AS k
 ),
 -- 4. Per (member, key) the version begun last at or before r (the pkey backwards), kept
 --    when it was still valid at r.
@@ -88,7 +81,7 @@ config_at AS (
         ORDER BY h.valid_from DESC
         LIMIT 1
     ) AS v
-    WHERE k.key IS NOT NULL AND v.valid_to > (SELECT b.revision FROM bounds b)
+    WHERE v.valid_to > (SELECT b.revision FROM bounds b)
 ),
 permission_at AS (
     SELECT k.distance, v.*
@@ -101,7 +94,7 @@ permission_at AS (
         ORDER BY h.valid_from DESC
         LIMIT 1
     ) AS v
-    WHERE k.key IS NOT NULL AND v.valid_to > (SELECT b.revision FROM bounds b)
+    WHERE v.valid_to > (SELECT b.revision FROM bounds b)
 ),
 -- 5. Config winners at r per key: the highest lock, else the nearest entry (the rules of
 --    render_tenant_context).
