@@ -27,8 +27,8 @@ import asyncpg
 from bench.environment import ServiceProcess, free_port, run_cli, service_env
 from bench.loadgen import Target, time_requests
 
-ROUNDS = 3
-BLOCK = 100
+ROUNDS = 5
+BLOCK = 200
 TARGET = 3.0
 API = "/api/v1/tenants"
 

@@ -60,6 +60,7 @@ TIERS: dict[str, frozenset[str]] = {
             "test_console_browser",
             "test_console_change_requests",
             "test_console_constraints",
+            "test_console_history",
             "test_console_views",
         }
     ),

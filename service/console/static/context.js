@@ -2,7 +2,8 @@
 // tenant each comes from (highlighted in the tree), why it won, and what it shadows.
 
 import { get, nameOf, remember } from "./api.js";
-import { badge, fill, h, jsonText, messageBox, table } from "./dom.js";
+import { badge, fill, h, jsonText, messageBox, table, when } from "./dom.js";
+import { changesSince, timeControl } from "./history.js";
 
 // Each tenant of the chain (root first, the tenant last) with its own entries; tenants
 // above a scoped caller's subtree are not readable and are left out.
@@ -69,7 +70,19 @@ function shadowed(key, winner, chain, selfId, kind) {
 export async function contextPage(view, tenantId, app) {
   const message = messageBox();
   let reveal = false;
+  // A past moment (UTC, ISO 8601) the inspector shows, or null for the present.
+  let asOf = null;
   const body = h("div.context-body");
+  const changes = h("section.card.changes", { "aria-labelledby": "changes-title" });
+  changes.hidden = true;
+  async function showChanges(since) {
+    changes.hidden = false;
+    await changesSince(changes, tenantId, since, async () => {
+      await load();
+      await changesSince(changes, tenantId, since, load);
+    });
+  }
+  const control = timeControl((at) => { asOf = at; load(); }, showChanges);
   const revealButton = h("button.secondary", {
     type: "button", title: "Show sensitive values (admin scope)",
     on: { click: () => { reveal = !reveal; load(); } },
@@ -80,10 +93,18 @@ export async function contextPage(view, tenantId, app) {
     let tenant;
     let ancestors = [];
     try {
-      tenant = (await get(`/tenants/${tenantId}`)).data;
-      remember([tenant]);
-      ancestors = remember((await get(`/tenants/${tenantId}/ancestors`)).data);
-      context = (await get(`/tenants/${tenantId}/context`, { reveal })).data;
+      if (asOf) {
+        // The past as it was: the tenant, its chain and its (masked) context then.
+        tenant = (await get(`/tenants/${tenantId}`, { as_of: asOf, include_archived: true })).data;
+        remember([tenant]);
+        ancestors = remember((await get(`/tenants/${tenantId}/ancestors`, { as_of: asOf })).data);
+        context = (await get(`/tenants/${tenantId}/context`, { as_of: asOf })).data;
+      } else {
+        tenant = (await get(`/tenants/${tenantId}`)).data;
+        remember([tenant]);
+        ancestors = remember((await get(`/tenants/${tenantId}/ancestors`)).data);
+        context = (await get(`/tenants/${tenantId}/context`, { reveal })).data;
+      }
     } catch (err) {
       if (reveal && err.code === "INSUFFICIENT_SCOPE") {
         reveal = false;
@@ -94,8 +115,12 @@ export async function contextPage(view, tenantId, app) {
       return;
     }
     revealButton.textContent = reveal ? "Mask sensitive values" : "Reveal sensitive values";
+    // History answers are masked: no revealing a past moment.
+    revealButton.disabled = Boolean(asOf);
     const chain = [...ancestors, tenant];
-    const [configChain, permissionChain] = await Promise.all([
+    // What each value shadowed is read from the tenants' entries now: shown for the
+    // present only.
+    const [configChain, permissionChain] = asOf ? [[], []] : await Promise.all([
       chainEntries(chain, "config"), chainEntries(chain, "permissions"),
     ]);
     await app.tree.reveal(tenantId, ancestors);
@@ -140,6 +165,8 @@ export async function contextPage(view, tenantId, app) {
     app.tree.highlight([...sources]);
 
     fill(body,
+      asOf ? h("p.message.info.as-of", { role: "note" },
+        `As of ${when(asOf)}: the context as it was answered then. What each value shadowed is shown for the present only.`) : null,
       h("dl.fields.compact", {},
         h("dt", {}, "Tenant"), h("dd", {}, h("a", { href: `#/tenants/${tenantId}` }, tenant.name)),
         h("dt", {}, "Chain"), h("dd", {}, chain.map((t, i) => [i ? " → " : "", t.name])),
@@ -161,6 +188,6 @@ export async function contextPage(view, tenantId, app) {
   fill(view,
     h("header.page-head", {}, h("h2", {}, "Context inspector"),
       h("nav.page-actions", {}, h("a.button.secondary", { href: `#/tenants/${tenantId}` }, "Tenant page"), revealButton)),
-    message, body);
+    message, control, body, changes);
   await load();
 }
