@@ -401,8 +401,16 @@ BEGIN
         FROM (SELECT DISTINCT p.tenant_id
               FROM context_change_pending p
               WHERE p.xid = me AND p.what = 's') AS s
-        JOIN tenant_closure c ON c.ancestor_id = s.tenant_id AND c.depth > 0
-        JOIN tenants t ON t.id = c.descendant_id
+        CROSS JOIN LATERAL (
+            SELECT c.descendant_id FROM tenant_closure c
+            WHERE c.ancestor_id = s.tenant_id AND c.depth > 0
+            OFFSET 0
+        ) AS c
+        CROSS JOIN LATERAL (
+            SELECT t.id, t.ancestry_path, t.status FROM tenants t
+            WHERE t.id = c.descendant_id
+            OFFSET 0
+        ) AS t
     ),
     notes AS (
         SELECT p.tenant_id,
@@ -430,7 +438,11 @@ BEGIN
                CASE WHEN n.first_what <> 'n' THEN n.first_path END AS before_path,
                t.ancestry_path AS now_path
         FROM notes n
-        LEFT JOIN tenants t ON t.id = n.tenant_id
+        LEFT JOIN LATERAL (
+            SELECT t.id, t.status, t.ancestry_path FROM tenants t
+            WHERE t.id = n.tenant_id
+            OFFSET 0
+        ) AS t ON true
     )
     INSERT INTO context_revision_tenants (revision, idx, tenant_id, change, path, left_path)
     SELECT rev,
@@ -649,8 +661,8 @@ BEGIN
     END IF;
     INSERT INTO context_change_pending (xid, what, tenant_id, path, active)
     SELECT pg_current_xact_id(), 's', t.id, t.ancestry_path, t.status = 'active'
-    FROM unnest(touched) AS x(tenant_id)
-    JOIN tenants t ON t.id = x.tenant_id;
+    FROM tenants t
+    WHERE t.id = ANY (touched);
     IF FOUND THEN
         PERFORM note_context_change_mark();
     END IF;
