@@ -285,9 +285,13 @@ def format_curve(result: CurveResult) -> str:
     row("reads from shared buffers", [_ratio(p.buffer_hit_ratio) for p in points])
     row("seeding process, peak RSS (MB)", [f"{p.seeder_peak_rss_mb:,.0f}" for p in points])
     row("service process RSS (MB)", [f"{p.service_rss_mb:,.0f}" for p in points])
-    for depth in (1, 10, 31):
-        row(f"context at depth {depth}, p50 ms", [_depth(p, depth, "context") for p in points])
-        row(f"ancestors at depth {depth}, p50 ms", [_depth(p, depth, "ancestors") for p in points])
+    swept = sorted({d.depth for p in points if p.run.depths for d in p.run.depths.points})
+    for what in ("context", "ancestors"):
+        for depth in [d for d in swept if d in (1, 8, 16, 31)] or swept:
+            row(
+                f"{what} at depth {depth}, p50 ms (sweep)", [_depth(p, depth, what) for p in points]
+            )
+        row(f"{what} at depth 10, p50 ms (side by side)", [_side(p, what) for p in points])
     for name in ("descendants_10000", "children_page", "get_tenant"):
         row(f"{name} p50 ms (sequential)", [_sequential(p, name) for p in points])
     for label, move in (("move_1", 1), ("move_1000", 1_000), ("move_10000", 10_001),
@@ -321,6 +325,15 @@ def _depth(point: CurvePoint, depth: int, what: str) -> str:
         if p.depth == depth:
             return f"{(p.context if what == 'context' else p.ancestors).p50_ms:.2f}"
     return "-"
+
+
+def _side(point: CurvePoint, what: str) -> str:
+    """This scale's depth-10 p50 from its side-by-side run with the scale before."""
+    scale = point.run.scale
+    if scale is None:
+        return "-"
+    read = scale.main.context_depth10 if what == "context" else scale.main.ancestors_depth10
+    return f"{read.p50_ms:.2f}"
 
 
 def _sequential(point: CurvePoint, name: str) -> str:

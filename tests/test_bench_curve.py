@@ -79,6 +79,8 @@ def test_the_10m_targets_are_judged_on_the_side_by_side_ratios() -> None:
     assert "| reads from shared buffers | 99.87 % | 99.87 % |" in lines
     assert "| move of 1,000, p50 ms (max) | 80 (160) | 120 (240) |" in lines
     assert "| vs the scale before: context d10 / ancestors d10 | - | 1.20 / 1.40 |" in lines
+    assert "| context at depth 10, p50 ms (side by side) | - | 2.40 |" in lines
+    assert "| context at depth 31, p50 ms (sweep) | 0.50 | 0.50 |" in lines
     assert "| ancestors at depth 10, 10M / 1M (side by side, cache off) | <= 1.3 | 1.4 | NO |" in (
         lines
     )
