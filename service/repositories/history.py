@@ -28,11 +28,11 @@ class HistoryBoundsRow:
 
 @dataclass(frozen=True, slots=True)
 class ContextAtRow:
-    """The bounds of the kept history, the revision a moment named (as history_bounds
-    resolves it) and the context then (None: the tenant did not exist)."""
+    """The bounds of the kept history, with at_revision the revision the moment named
+    (as history_bounds resolves it), and the context then (None: the tenant did not
+    exist)."""
 
     bounds: HistoryBoundsRow
-    revision: int
     context: RenderedContext | None
 
 
@@ -57,10 +57,13 @@ class EntryChangeRow:
     path_now: str | None
 
 
-def _moment(text: str | None) -> datetime | None:
-    """A timestamptz as jsonb renders it (versions recorded before migration 0046 have
-    no expires_at key)."""
-    return None if text is None else datetime.fromisoformat(text)
+def _with_moments(entry: dict[str, Any] | None) -> dict[str, Any] | None:
+    """An entry as the history stored it, its expires_at (timestamptz as jsonb renders
+    it; versions recorded before migration 0046 have none) read as a datetime."""
+    if entry is None:
+        return None
+    expires = entry.get("expires_at")
+    return entry | {"expires_at": None if expires is None else datetime.fromisoformat(expires)}
 
 
 class HistoryRepository(Repository):
@@ -92,7 +95,13 @@ class HistoryRepository(Repository):
         self, conn: asyncpg.Connection, revision: int
     ) -> list[EntryChangeRow]:
         rows = await self._entry_changes.many(conn, revision=revision)
-        return [EntryChangeRow(**row) for row in rows]
+        return [
+            EntryChangeRow(
+                **(dict(row) | {"before": _with_moments(row["before"]),
+                                "after": _with_moments(row["after"])})
+            )
+            for row in rows
+        ]  # fmt: skip
 
     async def count_revision_tenant_changes(self, conn: asyncpg.Connection, revision: int) -> int:
         return int(await self._tenant_changes.value(conn, revision=revision))
@@ -113,7 +122,7 @@ class HistoryRepository(Repository):
                 locked=old["locked"],
                 sensitive=old["sensitive"],
                 reveal_to_descendants=old["reveal_to_descendants"],
-                expires_at=_moment(old.get("expires_at")),
+                expires_at=old["expires_at"],
             )
             return
         if old is None:
@@ -125,7 +134,7 @@ class HistoryRepository(Repository):
             key=change.key,
             value=old["value"],
             mode=old["mode"],
-            expires_at=_moment(old.get("expires_at")),
+            expires_at=old["expires_at"],
         )
 
     async def history_bounds(self, conn: asyncpg.Connection, at: datetime) -> HistoryBoundsRow:
@@ -162,7 +171,7 @@ class HistoryRepository(Repository):
                 id=row["id"], ancestry_path=row["ancestry_path"], depth=row["depth"],
                 status=row["status"], document=row["document"],
             )  # fmt: skip
-        return ContextAtRow(bounds=bounds, revision=int(row["revision"]), context=context)
+        return ContextAtRow(bounds=bounds, context=context)
 
     async def get_tenant_at(
         self, conn: asyncpg.Connection, tenant_id: UUID, revision: int

@@ -118,7 +118,6 @@ async function previewRevert(impact, revision, message, onReverted) {
       fill(impact, h("p.message.error", {}, err.describe()));
       return;
     }
-    preview = null;
     fill(impact, h("section.card", { "aria-label": `Revert revision ${revision}` },
       h("p.message.error", {}, err.describe()),
       h("ul.conflicts", {}, err.details.map((d) => h("li", {}, `${d.field}: ${d.message}`))),

@@ -36,8 +36,8 @@ def _shown(kind: str, entry: dict[str, Any] | None) -> dict[str, Any] | None:
             "reveal_to_descendants": entry["reveal_to_descendants"],
         }
     # Shown when set, as entry answers show it.
-    if entry.get("expires_at") is not None:
-        shown["expires_at"] = iso(datetime.fromisoformat(entry["expires_at"]))
+    if entry["expires_at"] is not None:
+        shown["expires_at"] = iso(entry["expires_at"])
     return shown
 
 
