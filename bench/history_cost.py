@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable
 
 import asyncpg
 
+from bench.sqlfiles import bench_queries
 from service.db.pool import connect
 from service.db.queries import Queries
 
@@ -72,52 +73,21 @@ async def _write(conn: asyncpg.Connection, tenant: uuid.UUID, key: str, value: i
 
 async def _long_history(conn: asyncpg.Connection, ids: list[uuid.UUID]) -> tuple[int, int]:
     """DAYS of history loaded in bulk after the tree's revisions; (first, last) revision."""
+    queries = bench_queries()
     count = DAYS * 24 * 60 * WRITES_PER_MINUTE
     step = 60 / WRITES_PER_MINUTE
-    base = int(await conn.fetchval("SELECT last_value FROM context_revision_seq"))
-    span = count * step + 1
+    base = int(await queries["revision_sequence_position"].value(conn))
     # The tree's revisions, and the horizon, come before the loaded days.
-    await conn.execute(
-        "UPDATE history_revisions SET committed_at = now() - make_interval(secs => $1)", span
+    await queries["backdate_history_revisions"].exec(conn, seconds=count * step + 1)
+    await queries["backdate_history_horizon"].exec(conn, seconds=count * step + 1)
+    await queries["load_history_revisions"].exec(
+        conn, after_revision=base, revision_count=count, step_seconds=step
     )
-    await conn.execute(
-        "UPDATE history_horizon SET kept_since = now() - make_interval(secs => $1)", span
+    await queries["move_revision_sequence"].exec(conn, last_revision=base + count)
+    await queries["load_config_history"].exec(
+        conn, tenant_ids=ids, after_revision=base, revision_count=count
     )
-    await conn.execute(
-        "INSERT INTO history_revisions (revision, committed_at, audit_ids)"
-        " SELECT $1::bigint + g, now() - make_interval(secs => ($2 - g) * $3::float8), '{}'"
-        " FROM generate_series(1, $2::integer) AS g",
-        base, count, step,
-    )  # fmt: skip
-    await conn.execute("SELECT setval('context_revision_seq', $1)", base + count)
-    await conn.execute(
-        """
-        -- Each write: a chain member every fourth one, else any tenant; one of 8 keys.
-        WITH writes AS (
-            SELECT $2::bigint + g AS revision,
-                   CASE WHEN g % 4 = 0 THEN ($1::uuid[])[1 + floor(random() * 10)::int]
-                        ELSE ($1::uuid[])[1 + floor(random() * cardinality($1::uuid[]))::int]
-                   END AS tenant_id,
-                   'k' || floor(random() * 8)::int AS key
-            FROM generate_series(1, $3::integer) AS g
-        )
-        -- Each version lasts until the next write of its key; the last ends after the days.
-        INSERT INTO config_history (tenant_id, key, valid_from, valid_to, value, locked,
-                                    sensitive, reveal_to_descendants, updated_at)
-        SELECT w.tenant_id, w.key, w.revision,
-               coalesce(lead(w.revision) OVER (PARTITION BY w.tenant_id, w.key
-                                               ORDER BY w.revision),
-                        $2::bigint + $3::integer + 1),
-               to_jsonb(w.revision), false, false, false, now()
-        FROM writes w
-        """,
-        ids, base, count,
-    )  # fmt: skip
-    await conn.execute(
-        "INSERT INTO config_history_keys (tenant_id, key)"
-        " SELECT DISTINCT h.tenant_id, h.key FROM config_history h"
-        " ON CONFLICT (tenant_id, key) DO NOTHING"
-    )
+    await queries["load_config_history_keys"].exec(conn)
     await conn.execute("ANALYZE history_revisions")
     await conn.execute("ANALYZE config_history")
     return base + 1, base + count
@@ -185,9 +155,7 @@ async def main() -> None:
         async def read_past(_i: int, r: int = revision) -> object:
             return await past.one(conn, tenant_id=leaf, revision=r)
 
-        at = await conn.fetchval(
-            "SELECT committed_at FROM history_revisions WHERE revision = $1", revision
-        )
+        at = await bench_queries()["revision_committed_at"].value(conn, revision=revision)
 
         async def read_at_time(_i: int, at: object = at) -> object:
             found = await bounds.one(conn, at=at)

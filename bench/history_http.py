@@ -26,6 +26,7 @@ import asyncpg
 
 from bench.environment import ServiceProcess, free_port, run_cli, service_env
 from bench.loadgen import Target, time_requests
+from bench.sqlfiles import bench_queries
 
 ROUNDS = 5
 BLOCK = 200
@@ -35,32 +36,22 @@ API = "/api/v1/tenants"
 
 async def _moments(dsn: str) -> tuple[str, list[tuple[str, int, str]]]:
     """The chain's leaf, and (label, revision, its commit time) for each moment."""
+    queries = bench_queries()
     conn = await asyncpg.connect(dsn)
     try:
-        leaf = await conn.fetchval(
-            "SELECT id FROM tenants WHERE depth = 9 ORDER BY created_at, id LIMIT 1"
-        )
+        leaf = await queries["first_tenant_at_depth"].value(conn, depth=9)
         # The history's start for this bench: the first revision after the tree was built.
-        bounds = await conn.fetchrow(
-            "SELECT (SELECT max(valid_from) FROM tenant_history) + 1 AS first,"
-            " (SELECT max(revision) FROM history_revisions) AS newest"
-        )
-        assert bounds is not None
-        first, newest = int(bounds["first"]), int(bounds["newest"])
-        day = await conn.fetchval(
-            "SELECT max(revision) FROM history_revisions"
-            " WHERE committed_at <= (SELECT max(committed_at) FROM history_revisions)"
-            " - interval '1 day'"
-        )
+        span = await queries["loaded_history_span"].one(conn)
+        assert span is not None
+        first, newest = int(span["first_revision"]), int(span["newest_revision"])
+        day = await queries["revision_a_day_before_newest"].value(conn)
         picks = [("newest", newest), ("1 day back", day), ("half back", (first + newest) // 2),
                  ("start", first)]  # fmt: skip
         moments = []
         for label, revision in picks:
             if revision is None:
                 continue
-            at = await conn.fetchval(
-                "SELECT committed_at FROM history_revisions WHERE revision = $1", revision
-            )
+            at = await queries["revision_committed_at"].value(conn, revision=revision)
             instant = at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
             moments.append((label, int(revision), instant))
         return str(leaf), moments

@@ -370,7 +370,6 @@ $$;
 
 CREATE FUNCTION public.commit_context_revision() RETURNS trigger
     LANGUAGE plpgsql
-    SET enable_nestloop TO 'off'
     AS $$
 DECLARE
     me       xid8 := pg_current_xact_id();
