@@ -153,6 +153,25 @@ def test_a_resolution_overtaken_by_a_change_is_not_cached() -> None:
     assert cache.get("context", tenant_id) is not None
 
 
+def test_only_changes_since_the_read_began_refuse_it() -> None:
+    """A change of the tenant heard before the read began does not refuse it; one heard
+    after it does, even with later changes of other tenants heard since."""
+    cache = ReadCache()
+    cache.enable()
+    tenant_id, other = uuid.uuid4(), uuid.uuid4()
+    cache.invalidate(Change(own=frozenset({str(tenant_id)})))
+    started = cache.generation
+    cache.invalidate(Change(own=frozenset({str(other)})))
+    cache.put("context", tenant_id, _entry(tenant_id), started)
+    assert cache.get("context", tenant_id) is not None
+    started = cache.generation
+    cache.invalidate(Change(own=frozenset({str(tenant_id)})))
+    for _ in range(3):
+        cache.invalidate(Change(own=frozenset({str(other)})))
+    cache.put("context", tenant_id, _entry(tenant_id), started)
+    assert cache.get("context", tenant_id) is None
+
+
 def test_the_cache_keeps_its_most_recent_entries() -> None:
     cache = ReadCache(max_entries=2)
     cache.enable()

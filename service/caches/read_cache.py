@@ -173,10 +173,14 @@ class ReadCache:
         if not self._changes or self._changes[0].number > generation + 1:
             return True  # the changes since `generation` are no longer all known
         own = str(tenant_id)
-        return any(
-            seen.number > generation and seen.change.touches(kind, own, ids)
-            for seen in self._changes
-        )
+        # Newest first, stopping at the read's generation: under steady writes a put
+        # reads only the few changes since its read began, not all RECENT_CHANGES.
+        for seen in reversed(self._changes):
+            if seen.number <= generation:
+                return False
+            if seen.change.touches(kind, own, ids):
+                return True
+        return False
 
     def behind(self, kind: Kind, tenant_id: UUID, ancestry_path: str | None, replayed: int) -> bool:
         """Whether a replica read of this tenant (at `ancestry_path` as the replica saw
