@@ -5,6 +5,7 @@
 
 CREATE FUNCTION public.announce_entry_changes() RETURNS trigger
     LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
     touched uuid[];
@@ -627,6 +628,7 @@ $$;
 CREATE FUNCTION public.note_entry_changes() RETURNS trigger
     LANGUAGE plpgsql
     SET enable_nestloop TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
     touched uuid[];
@@ -723,6 +725,7 @@ $$;
 CREATE FUNCTION public.record_context_history() RETURNS trigger
     LANGUAGE plpgsql
     SET enable_nestloop TO 'on'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
     rev      bigint := NEW.revision;

@@ -108,3 +108,21 @@ async def test_a_config_write_below_a_subtree_reads_no_whole_table_at_commit(
     assert "context_revision_tenants" in plans
     assert _scanned(plans) == set(), plans
     assert "JIT:" not in plans, plans
+
+
+async def test_the_history_trigger_plans_its_statements_once(
+    conn: asyncpg.Connection, seeded: tuple[str, list[list[UUID]]]
+) -> None:
+    """Generic plans (migration 0049): the history statements run with the trigger's
+    arrays as parameters, planned once per connection. A custom plan, made again at
+    every commit under the commit-order lock, shows the array's values instead."""
+    tenant = seeded[1][1][4]
+    plans = await _plans_of(conn, [(
+        "INSERT INTO config_entries (tenant_id, key, value) VALUES ($1, 'plan', '\"pro\"')"
+        " ON CONFLICT (tenant_id, key) DO UPDATE SET value = EXCLUDED.value",
+        (tenant,),
+    )])  # fmt: skip
+    history = [p for p in plans.split("Query Text:") if "Update on config_history" in p]
+    assert history, plans
+    assert re.search(r"tenant_id = ANY \(\$\d+\)", history[0]), history[0]
+    assert str(tenant) not in history[0]
