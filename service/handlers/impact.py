@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from aiohttp import web
@@ -38,36 +38,50 @@ api = Api("config")
 ERRORS = ("VALIDATION_ERROR", "TENANT_NOT_FOUND", "TENANT_ARCHIVED")
 
 
+T = TypeVar("T")
+
+
+async def _entry_change(
+    request: web.Request, body_type: type[T]
+) -> tuple[UUID, str, PreviewQuery, T]:
+    """The tenant, key, page and body of a config or permission preview."""
+    tenant_id = path_uuid(request)
+    key = entry_key(request.match_info["key"])
+    query = parse_query(request, PreviewQuery)
+    return tenant_id, key, query, await read_body(request, body_type)
+
+
 def _answer(document: Any, next_cursor: UUID | None) -> web.Response:
     headers = {} if next_cursor is None else {"X-Next-Cursor": str(next_cursor)}
     return json_response(document, headers=headers)
 
 
+def _common(p: EntryPreview[Any, Any]) -> dict[str, Any]:
+    """The fields a config and a permission preview share."""
+    return {
+        "dry_run": True,
+        "tenant_id": p.tenant_id,
+        "key": p.key,
+        "change": p.change,
+        "refused": PreviewRefusal.of(p.refused),
+        "changed_tenants": p.changed_tenants,
+        "shadowed_total": p.shadowed_total,
+    }
+
+
 def _config_view(p: EntryPreview[ResolvedChange, OwnEntry]) -> ConfigChangePreview:
     return ConfigChangePreview(
-        dry_run=True,
-        tenant_id=p.tenant_id,
-        key=p.key,
-        change=p.change,
-        refused=PreviewRefusal.of(p.refused),
-        changed_tenants=p.changed_tenants,
+        **_common(p),
         changes=[ResolvedValueChange.of(c) for c in p.changes],
         shadowed_entries=[ShadowedEntry.of(e) for e in p.shadowed],
-        shadowed_total=p.shadowed_total,
     )
 
 
 def _permission_view(p: EntryPreview[PolicyChange, OwnPolicy]) -> PermissionChangePreview:
     return PermissionChangePreview(
-        dry_run=True,
-        tenant_id=p.tenant_id,
-        key=p.key,
-        change=p.change,
-        refused=PreviewRefusal.of(p.refused),
-        changed_tenants=p.changed_tenants,
+        **_common(p),
         changes=[ResolvedPolicyChange.of(c) for c in p.changes],
         shadowed_policies=[ShadowedPolicy.of(e) for e in p.shadowed],
-        shadowed_total=p.shadowed_total,
     )
 
 
@@ -80,10 +94,7 @@ def _permission_view(p: EntryPreview[PolicyChange, OwnPolicy]) -> PermissionChan
     errors=ERRORS, writes=False,
 )  # fmt: skip
 async def preview_config_change(request: web.Request) -> web.Response:
-    tenant_id = path_uuid(request)
-    key = entry_key(request.match_info["key"])
-    query = parse_query(request, PreviewQuery)
-    body = await read_body(request, ConfigPreviewBody)
+    tenant_id, key, query, body = await _entry_change(request, ConfigPreviewBody)
     preview = await use_cases(request).config_impact.preview(
         principal_of(request), tenant_id, key, body, query
     )
@@ -99,10 +110,7 @@ async def preview_config_change(request: web.Request) -> web.Response:
     errors=ERRORS, writes=False,
 )  # fmt: skip
 async def preview_permission_change(request: web.Request) -> web.Response:
-    tenant_id = path_uuid(request)
-    key = entry_key(request.match_info["key"])
-    query = parse_query(request, PreviewQuery)
-    body = await read_body(request, PermissionPreviewBody)
+    tenant_id, key, query, body = await _entry_change(request, PermissionPreviewBody)
     preview = await use_cases(request).permission_impact.preview(
         principal_of(request), tenant_id, key, body, query
     )

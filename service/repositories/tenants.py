@@ -12,11 +12,28 @@ from uuid import UUID
 import asyncpg
 
 from service.db.chunks import read_ahead
+from service.db.queries import Query
 from service.db.repository import NamedSql, Repository
 
 
+class _Placed:
+    """What a tenant row and a tree node both answer: archived or not, and its root."""
+
+    __slots__ = ()
+    status: str
+    ancestry_path: str
+
+    @property
+    def is_archived(self) -> bool:
+        return self.status == "archived"
+
+    @property
+    def root_id(self) -> UUID:
+        return root_of(self.ancestry_path)
+
+
 @dataclass(frozen=True, slots=True)
-class TenantRow:
+class TenantRow(_Placed):
     id: UUID
     parent_id: UUID | None
     name: str
@@ -32,17 +49,9 @@ class TenantRow:
     updated_at: datetime
     config: dict[str, Any]
 
-    @property
-    def is_archived(self) -> bool:
-        return self.status == "archived"
-
-    @property
-    def root_id(self) -> UUID:
-        return root_of(self.ancestry_path)
-
 
 @dataclass(frozen=True, slots=True)
-class TenantNode:
+class TenantNode(_Placed):
     """Where a tenant sits in the tree: enough to lock and validate a change."""
 
     id: UUID
@@ -52,14 +61,6 @@ class TenantNode:
     status: str
     isolation_strategy: str
     region: str
-
-    @property
-    def is_archived(self) -> bool:
-        return self.status == "archived"
-
-    @property
-    def root_id(self) -> UUID:
-        return root_of(self.ancestry_path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +144,16 @@ class TenantsRepository(Repository):
     _attach = NamedSql("attach_subtree_closure")
     _rewrite_paths = NamedSql("rewrite_subtree_paths")
 
+    @staticmethod
+    async def _rows(sql: Query, conn: asyncpg.Connection, **params: Any) -> list[TenantRow]:
+        return [_tenant(r) for r in await sql.many(conn, **params)]
+
+    @staticmethod
+    async def _nodes_by_id(
+        sql: Query, conn: asyncpg.Connection, ids: Sequence[UUID]
+    ) -> dict[UUID, TenantNode]:
+        return {row["id"]: _node(row) for row in await sql.many(conn, tenant_ids=list(ids))}
+
     async def get_tenant(self, conn: asyncpg.Connection, tenant_id: UUID) -> TenantRow | None:
         row = await self._get.one(conn, tenant_id=tenant_id)
         return None if row is None else _tenant(row)
@@ -150,8 +161,8 @@ class TenantsRepository(Repository):
     async def get_tenants_by_ids(
         self, conn: asyncpg.Connection, ids: Sequence[UUID]
     ) -> dict[UUID, TenantRow]:
-        rows = await self._get_many.many(conn, tenant_ids=list(ids))
-        return {row["id"]: _tenant(row) for row in rows}
+        rows = await self._rows(self._get_many, conn, tenant_ids=list(ids))
+        return {row.id: row for row in rows}
 
     async def get_tenant_by_slug(self, conn: asyncpg.Connection, slug: str) -> TenantRow | None:
         row = await self._get_by_slug.one(conn, slug=slug)
@@ -164,8 +175,7 @@ class TenantsRepository(Repository):
     async def get_tenant_nodes(
         self, conn: asyncpg.Connection, ids: Sequence[UUID]
     ) -> dict[UUID, TenantNode]:
-        rows = await self._nodes.many(conn, tenant_ids=list(ids))
-        return {row["id"]: _node(row) for row in rows}
+        return await self._nodes_by_id(self._nodes, conn, ids)
 
     async def lock_tree_roots_shared(self, conn: asyncpg.Connection, roots: Sequence[UUID]) -> None:
         if roots:
@@ -180,8 +190,7 @@ class TenantsRepository(Repository):
     async def lock_tenant_nodes_shared(
         self, conn: asyncpg.Connection, ids: Sequence[UUID]
     ) -> dict[UUID, TenantNode]:
-        rows = await self._lock_nodes_shared.many(conn, tenant_ids=list(ids))
-        return {row["id"]: _node(row) for row in rows}
+        return await self._nodes_by_id(self._lock_nodes_shared, conn, ids)
 
     async def lock_tenant_node(
         self, conn: asyncpg.Connection, tenant_id: UUID
@@ -213,12 +222,9 @@ class TenantsRepository(Repository):
     async def list_tenants(
         self, conn: asyncpg.Connection, *, cursor: UUID | None, status: str, limit: int
     ) -> list[TenantRow]:
-        return [
-            _tenant(r)
-            for r in await self._list.many(
-                conn, cursor_id=cursor, status_filter=status, page_size=limit
-            )
-        ]
+        return await self._rows(
+            self._list, conn, cursor_id=cursor, status_filter=status, page_size=limit
+        )
 
     async def list_subtree_tenants(
         self,
@@ -229,20 +235,17 @@ class TenantsRepository(Repository):
         status: str,
         limit: int,
     ) -> list[TenantRow]:
-        rows = await self._list_subtree.many(
-            conn, root_id=root, cursor_id=cursor, status_filter=status, page_size=limit
-        )
-        return [_tenant(r) for r in rows]
+        return await self._rows(
+            self._list_subtree, conn, root_id=root, cursor_id=cursor, status_filter=status,
+            page_size=limit,
+        )  # fmt: skip
 
     async def list_root_tenants(
         self, conn: asyncpg.Connection, *, cursor: UUID | None, status: str, limit: int
     ) -> list[TenantRow]:
-        return [
-            _tenant(r)
-            for r in await self._list_roots.many(
-                conn, cursor_id=cursor, status_filter=status, page_size=limit
-            )
-        ]
+        return await self._rows(
+            self._list_roots, conn, cursor_id=cursor, status_filter=status, page_size=limit
+        )
 
     async def search_tenants(
         self,
@@ -256,7 +259,8 @@ class TenantsRepository(Repository):
         status: str,
         limit: int,
     ) -> list[TenantRow]:
-        rows = await self._search.many(
+        return await self._rows(
+            self._search,
             conn,
             search_text=text,
             subtree_root_id=subtree,
@@ -266,7 +270,6 @@ class TenantsRepository(Repository):
             status_filter=status,
             page_size=limit,
         )
-        return [_tenant(r) for r in rows]
 
     async def count_children(
         self, conn: asyncpg.Connection, ids: Sequence[UUID], *, include_archived: bool
@@ -289,10 +292,10 @@ class TenantsRepository(Repository):
         status: str = "active",
         limit: int | None = None,
     ) -> list[TenantRow]:
-        rows = await self._children.many(
-            conn, parent_id=parent_id, cursor_id=cursor, status_filter=status, page_size=limit
-        )
-        return [_tenant(r) for r in rows]
+        return await self._rows(
+            self._children, conn, parent_id=parent_id, cursor_id=cursor, status_filter=status,
+            page_size=limit,
+        )  # fmt: skip
 
     async def list_children_json(
         self,
