@@ -11,7 +11,8 @@ from uuid import UUID
 import asyncpg
 import orjson
 
-from service.db.repository import NamedSql, Repository
+from service.db.repository import NamedSql
+from service.repositories.entries import EntryRepository
 from service.repositories.key_locks import KeyWrite
 
 
@@ -46,12 +47,13 @@ class ConfigWrite:
     sensitive: bool
 
 
-class ConfigEntriesRepository(Repository):
+class ConfigEntriesRepository(EntryRepository[ConfigEntryRow]):
+    row_type = ConfigEntryRow
+    lock_space = "config_entries"
     _list = NamedSql("list_config_entries")
     _get = NamedSql("get_config_entry")
     _upsert_one = NamedSql("upsert_config_entry")
     _delete_one = NamedSql("delete_config_entry")
-    _lock_keys = NamedSql("lock_entry_keys")
     _locked = NamedSql("find_locked_config_keys")
     _insert_new = NamedSql("insert_config_for_new_tenants")
     _upsert = NamedSql("upsert_config_values")
@@ -62,18 +64,17 @@ class ConfigEntriesRepository(Repository):
         self, conn: asyncpg.Connection, batch_size: int
     ) -> list[ConfigEntryRow]:
         """Remove due entries that no other transaction holds; returns them."""
-        return [ConfigEntryRow(**r) for r in await self._expire.many(conn, batch_size=batch_size)]
+        return await self._rows(self._expire, conn, batch_size=batch_size)
 
     async def list_config_entries(
         self, conn: asyncpg.Connection, tenant_id: UUID
     ) -> list[ConfigEntryRow]:
-        return [ConfigEntryRow(**r) for r in await self._list.many(conn, tenant_id=tenant_id)]
+        return await self._rows(self._list, conn, tenant_id=tenant_id)
 
     async def get_config_entry(
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str
     ) -> ConfigEntryRow | None:
-        row = await self._get.one(conn, tenant_id=tenant_id, key=key)
-        return None if row is None else ConfigEntryRow(**row)
+        return await self._row(self._get, conn, tenant_id=tenant_id, key=key)
 
     async def upsert_config_entry(
         self,
@@ -102,28 +103,16 @@ class ConfigEntriesRepository(Repository):
     async def delete_config_entry(
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str
     ) -> ConfigEntryRow | None:
-        row = await self._delete_one.one(conn, tenant_id=tenant_id, key=key)
-        return None if row is None else ConfigEntryRow(**row)
+        return await self._row(self._delete_one, conn, tenant_id=tenant_id, key=key)
 
     async def lock_config_keys(self, conn: asyncpg.Connection, writes: Sequence[KeyWrite]) -> None:
-        """Hold the key locks of these writes until the transaction ends (the SQL says how)."""
-        if writes:
-            await self._lock_keys.value(
-                conn,
-                lock_space="config_entries",
-                paths=[w.path for w in writes],
-                keys=[w.key for w in writes],
-                exclusive=[w.exclusive for w in writes],
-            )
+        await self._lock(conn, writes)
 
     async def find_locked_config_keys(
         self, conn: asyncpg.Connection, tenant_id: UUID, keys: Sequence[str]
     ) -> dict[str, UUID]:
         """Keys locked at tenant_id or above it, mapped to the tenant holding the lock."""
-        if not keys:
-            return {}
-        rows = await self._locked.many(conn, tenant_id=tenant_id, keys=list(keys))
-        return {row["key"]: row["tenant_id"] for row in rows}
+        return await self._locked_keys(self._locked, conn, tenant_id, keys)
 
     async def insert_config_for_new_tenants(
         self, conn: asyncpg.Connection, entries: Sequence[tuple[UUID, str, Any]]

@@ -9,7 +9,8 @@ from uuid import UUID
 
 import asyncpg
 
-from service.db.repository import NamedSql, Repository
+from service.db.repository import NamedSql
+from service.repositories.entries import EntryRepository
 from service.repositories.key_locks import KeyWrite
 
 
@@ -24,41 +25,37 @@ class PermissionPolicyRow:
     updated_at: datetime
 
 
-class PermissionsRepository(Repository):
+class PermissionsRepository(EntryRepository[PermissionPolicyRow]):
+    row_type = PermissionPolicyRow
+    lock_space = "permission_policies"
     _list = NamedSql("list_permission_policies")
     _get = NamedSql("get_permission_policy")
     _locked = NamedSql("find_locked_permission_keys")
     _upsert = NamedSql("upsert_permission_policy")
     _delete = NamedSql("delete_permission_policy")
-    _lock_keys = NamedSql("lock_entry_keys")
     _expire = NamedSql("delete_expired_permission_policies")
 
     async def delete_expired_permission_policies(
         self, conn: asyncpg.Connection, batch_size: int
     ) -> list[PermissionPolicyRow]:
         """Remove due policies that no other transaction holds; returns them."""
-        rows = await self._expire.many(conn, batch_size=batch_size)
-        return [PermissionPolicyRow(**r) for r in rows]
+        return await self._rows(self._expire, conn, batch_size=batch_size)
 
     async def list_permission_policies(
         self, conn: asyncpg.Connection, tenant_id: UUID
     ) -> list[PermissionPolicyRow]:
-        return [PermissionPolicyRow(**r) for r in await self._list.many(conn, tenant_id=tenant_id)]
+        return await self._rows(self._list, conn, tenant_id=tenant_id)
 
     async def get_permission_policy(
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str
     ) -> PermissionPolicyRow | None:
-        row = await self._get.one(conn, tenant_id=tenant_id, key=key)
-        return None if row is None else PermissionPolicyRow(**row)
+        return await self._row(self._get, conn, tenant_id=tenant_id, key=key)
 
     async def find_locked_permission_keys(
         self, conn: asyncpg.Connection, tenant_id: UUID, keys: Sequence[str]
     ) -> dict[str, UUID]:
         """Keys a LOCKED policy holds at tenant_id or above it, mapped to the holder."""
-        if not keys:
-            return {}
-        rows = await self._locked.many(conn, tenant_id=tenant_id, keys=list(keys))
-        return {row["key"]: row["tenant_id"] for row in rows}
+        return await self._locked_keys(self._locked, conn, tenant_id, keys)
 
     async def upsert_permission_policy(
         self,
@@ -79,18 +76,9 @@ class PermissionsRepository(Repository):
     async def delete_permission_policy(
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str
     ) -> PermissionPolicyRow | None:
-        row = await self._delete.one(conn, tenant_id=tenant_id, key=key)
-        return None if row is None else PermissionPolicyRow(**row)
+        return await self._row(self._delete, conn, tenant_id=tenant_id, key=key)
 
     async def lock_permission_keys(
         self, conn: asyncpg.Connection, writes: Sequence[KeyWrite]
     ) -> None:
-        """Hold the key locks of these writes until the transaction ends (the SQL says how)."""
-        if writes:
-            await self._lock_keys.value(
-                conn,
-                lock_space="permission_policies",
-                paths=[w.path for w in writes],
-                keys=[w.key for w in writes],
-                exclusive=[w.exclusive for w in writes],
-            )
+        await self._lock(conn, writes)
