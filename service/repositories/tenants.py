@@ -220,11 +220,17 @@ class TenantsRepository(Repository):
         )
 
     async def list_tenants(
-        self, conn: asyncpg.Connection, *, cursor: UUID | None, status: str, limit: int
+        self,
+        conn: asyncpg.Connection,
+        *,
+        roots: bool = False,
+        cursor: UUID | None,
+        status: str,
+        limit: int,
     ) -> list[TenantRow]:
-        return await self._rows(
-            self._list, conn, cursor_id=cursor, status_filter=status, page_size=limit
-        )
+        """A page of every tenant, or of the roots only."""
+        sql = self._list_roots if roots else self._list
+        return await self._rows(sql, conn, cursor_id=cursor, status_filter=status, page_size=limit)
 
     async def list_subtree_tenants(
         self,
@@ -239,13 +245,6 @@ class TenantsRepository(Repository):
             self._list_subtree, conn, root_id=root, cursor_id=cursor, status_filter=status,
             page_size=limit,
         )  # fmt: skip
-
-    async def list_root_tenants(
-        self, conn: asyncpg.Connection, *, cursor: UUID | None, status: str, limit: int
-    ) -> list[TenantRow]:
-        return await self._rows(
-            self._list_roots, conn, cursor_id=cursor, status_filter=status, page_size=limit
-        )
 
     async def search_tenants(
         self,
