@@ -10,7 +10,6 @@ from uuid import UUID
 
 import asyncpg
 
-from service.db.queries import Query
 from service.db.repository import NamedSql, Repository
 from service.repositories.outbox import NewAuditEntry
 
@@ -49,19 +48,11 @@ class AuditLogsRepository(Repository):
     _get = NamedSql("get_audit_log")
     _redact = NamedSql("redact_audit_logs_of_tenants")
 
-    @staticmethod
-    async def _filtered(
-        sql: Query,
-        conn: asyncpg.Connection,
-        f: AuditFilter,
-        cursor: UUID | None,
-        limit: int | None,
-        **scope: UUID,
+    async def list_audit_logs(
+        self, conn: asyncpg.Connection, f: AuditFilter, *, cursor: UUID | None, limit: int
     ) -> list[AuditEntryRow]:
-        """One page of a list statement, its filters from f, scoped by `scope`."""
-        rows = await sql.many(
+        rows = await self._list.many(
             conn,
-            **scope,
             cursor_id=cursor,
             action=f.action,
             resource_type=f.resource_type,
@@ -71,11 +62,6 @@ class AuditLogsRepository(Repository):
             page_size=limit,
         )
         return [_entry(r) for r in rows]
-
-    async def list_audit_logs(
-        self, conn: asyncpg.Connection, f: AuditFilter, *, cursor: UUID | None, limit: int
-    ) -> list[AuditEntryRow]:
-        return await self._filtered(self._list, conn, f, cursor, limit)
 
     async def list_tenant_audit_logs(
         self,
@@ -87,7 +73,18 @@ class AuditLogsRepository(Repository):
         limit: int | None,
     ) -> list[AuditEntryRow]:
         """One tenant's entries, newest first; limit None returns every one."""
-        return await self._filtered(self._list_tenant, conn, f, cursor, limit, tenant_id=tenant_id)
+        rows = await self._list_tenant.many(
+            conn,
+            tenant_id=tenant_id,
+            cursor_id=cursor,
+            action=f.action,
+            resource_type=f.resource_type,
+            actor_id=f.actor_id,
+            created_from=f.created_from,
+            created_to=f.created_to,
+            page_size=limit,
+        )
+        return [_entry(r) for r in rows]
 
     async def list_subtree_audit_logs(
         self,
@@ -98,7 +95,18 @@ class AuditLogsRepository(Repository):
         cursor: UUID | None,
         limit: int,
     ) -> list[AuditEntryRow]:
-        return await self._filtered(self._list_subtree, conn, f, cursor, limit, root_id=root_id)
+        rows = await self._list_subtree.many(
+            conn,
+            root_id=root_id,
+            cursor_id=cursor,
+            action=f.action,
+            resource_type=f.resource_type,
+            actor_id=f.actor_id,
+            created_from=f.created_from,
+            created_to=f.created_to,
+            page_size=limit,
+        )
+        return [_entry(r) for r in rows]
 
     async def get_audit_log(
         self, conn: asyncpg.Connection, entry_id: UUID

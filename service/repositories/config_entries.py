@@ -12,7 +12,7 @@ import asyncpg
 import orjson
 
 from service.db.repository import NamedSql
-from service.repositories.entries import EntryRepository
+from service.repositories.entries import EntryRepository, holders
 from service.repositories.key_locks import KeyWrite
 
 
@@ -47,8 +47,7 @@ class ConfigWrite:
     sensitive: bool
 
 
-class ConfigEntriesRepository(EntryRepository[ConfigEntryRow]):
-    row_type = ConfigEntryRow
+class ConfigEntriesRepository(EntryRepository):
     lock_space = "config_entries"
     _list = NamedSql("list_config_entries")
     _get = NamedSql("get_config_entry")
@@ -64,17 +63,18 @@ class ConfigEntriesRepository(EntryRepository[ConfigEntryRow]):
         self, conn: asyncpg.Connection, batch_size: int
     ) -> list[ConfigEntryRow]:
         """Remove due entries that no other transaction holds; returns them."""
-        return await self._rows(self._expire, conn, batch_size=batch_size)
+        return [ConfigEntryRow(**r) for r in await self._expire.many(conn, batch_size=batch_size)]
 
     async def list_config_entries(
         self, conn: asyncpg.Connection, tenant_id: UUID
     ) -> list[ConfigEntryRow]:
-        return await self._rows(self._list, conn, tenant_id=tenant_id)
+        return [ConfigEntryRow(**r) for r in await self._list.many(conn, tenant_id=tenant_id)]
 
     async def get_config_entry(
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str
     ) -> ConfigEntryRow | None:
-        return await self._row(self._get, conn, tenant_id=tenant_id, key=key)
+        row = await self._get.one(conn, tenant_id=tenant_id, key=key)
+        return None if row is None else ConfigEntryRow(**row)
 
     async def upsert_config_entry(
         self,
@@ -103,7 +103,8 @@ class ConfigEntriesRepository(EntryRepository[ConfigEntryRow]):
     async def delete_config_entry(
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str
     ) -> ConfigEntryRow | None:
-        return await self._row(self._delete_one, conn, tenant_id=tenant_id, key=key)
+        row = await self._delete_one.one(conn, tenant_id=tenant_id, key=key)
+        return None if row is None else ConfigEntryRow(**row)
 
     async def lock_config_keys(self, conn: asyncpg.Connection, writes: Sequence[KeyWrite]) -> None:
         await self._lock(conn, writes)
@@ -112,7 +113,9 @@ class ConfigEntriesRepository(EntryRepository[ConfigEntryRow]):
         self, conn: asyncpg.Connection, tenant_id: UUID, keys: Sequence[str]
     ) -> dict[str, UUID]:
         """Keys locked at tenant_id or above it, mapped to the tenant holding the lock."""
-        return await self._locked_keys(self._locked, conn, tenant_id, keys)
+        if not keys:
+            return {}
+        return holders(await self._locked.many(conn, tenant_id=tenant_id, keys=list(keys)))
 
     async def insert_config_for_new_tenants(
         self, conn: asyncpg.Connection, entries: Sequence[tuple[UUID, str, Any]]

@@ -10,7 +10,7 @@ from uuid import UUID
 import asyncpg
 
 from service.db.repository import NamedSql
-from service.repositories.entries import EntryRepository
+from service.repositories.entries import EntryRepository, holders
 from service.repositories.key_locks import KeyWrite
 
 
@@ -25,8 +25,7 @@ class PermissionPolicyRow:
     updated_at: datetime
 
 
-class PermissionsRepository(EntryRepository[PermissionPolicyRow]):
-    row_type = PermissionPolicyRow
+class PermissionsRepository(EntryRepository):
     lock_space = "permission_policies"
     _list = NamedSql("list_permission_policies")
     _get = NamedSql("get_permission_policy")
@@ -39,23 +38,28 @@ class PermissionsRepository(EntryRepository[PermissionPolicyRow]):
         self, conn: asyncpg.Connection, batch_size: int
     ) -> list[PermissionPolicyRow]:
         """Remove due policies that no other transaction holds; returns them."""
-        return await self._rows(self._expire, conn, batch_size=batch_size)
+        return [
+            PermissionPolicyRow(**r) for r in await self._expire.many(conn, batch_size=batch_size)
+        ]
 
     async def list_permission_policies(
         self, conn: asyncpg.Connection, tenant_id: UUID
     ) -> list[PermissionPolicyRow]:
-        return await self._rows(self._list, conn, tenant_id=tenant_id)
+        return [PermissionPolicyRow(**r) for r in await self._list.many(conn, tenant_id=tenant_id)]
 
     async def get_permission_policy(
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str
     ) -> PermissionPolicyRow | None:
-        return await self._row(self._get, conn, tenant_id=tenant_id, key=key)
+        row = await self._get.one(conn, tenant_id=tenant_id, key=key)
+        return None if row is None else PermissionPolicyRow(**row)
 
     async def find_locked_permission_keys(
         self, conn: asyncpg.Connection, tenant_id: UUID, keys: Sequence[str]
     ) -> dict[str, UUID]:
         """Keys a LOCKED policy holds at tenant_id or above it, mapped to the holder."""
-        return await self._locked_keys(self._locked, conn, tenant_id, keys)
+        if not keys:
+            return {}
+        return holders(await self._locked.many(conn, tenant_id=tenant_id, keys=list(keys)))
 
     async def upsert_permission_policy(
         self,
@@ -76,7 +80,8 @@ class PermissionsRepository(EntryRepository[PermissionPolicyRow]):
     async def delete_permission_policy(
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str
     ) -> PermissionPolicyRow | None:
-        return await self._row(self._delete, conn, tenant_id=tenant_id, key=key)
+        row = await self._delete.one(conn, tenant_id=tenant_id, key=key)
+        return None if row is None else PermissionPolicyRow(**row)
 
     async def lock_permission_keys(
         self, conn: asyncpg.Connection, writes: Sequence[KeyWrite]

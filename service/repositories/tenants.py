@@ -12,7 +12,6 @@ from uuid import UUID
 import asyncpg
 
 from service.db.chunks import read_ahead
-from service.db.queries import Query
 from service.db.repository import NamedSql, Repository
 
 
@@ -111,6 +110,14 @@ def _node(row: asyncpg.Record) -> TenantNode:
     return TenantNode(**row)
 
 
+def _tenants(rows: Sequence[asyncpg.Record]) -> list[TenantRow]:
+    return [TenantRow(**row) for row in rows]
+
+
+def _nodes_by_id(rows: Sequence[asyncpg.Record]) -> dict[UUID, TenantNode]:
+    return {row["id"]: TenantNode(**row) for row in rows}
+
+
 class TenantsRepository(Repository):
     _get = NamedSql("get_tenant")
     _get_many = NamedSql("get_tenants_by_ids")
@@ -144,16 +151,6 @@ class TenantsRepository(Repository):
     _attach = NamedSql("attach_subtree_closure")
     _rewrite_paths = NamedSql("rewrite_subtree_paths")
 
-    @staticmethod
-    async def _rows(sql: Query, conn: asyncpg.Connection, **params: Any) -> list[TenantRow]:
-        return [_tenant(r) for r in await sql.many(conn, **params)]
-
-    @staticmethod
-    async def _nodes_by_id(
-        sql: Query, conn: asyncpg.Connection, ids: Sequence[UUID]
-    ) -> dict[UUID, TenantNode]:
-        return {row["id"]: _node(row) for row in await sql.many(conn, tenant_ids=list(ids))}
-
     async def get_tenant(self, conn: asyncpg.Connection, tenant_id: UUID) -> TenantRow | None:
         row = await self._get.one(conn, tenant_id=tenant_id)
         return None if row is None else _tenant(row)
@@ -161,8 +158,8 @@ class TenantsRepository(Repository):
     async def get_tenants_by_ids(
         self, conn: asyncpg.Connection, ids: Sequence[UUID]
     ) -> dict[UUID, TenantRow]:
-        rows = await self._rows(self._get_many, conn, tenant_ids=list(ids))
-        return {row.id: row for row in rows}
+        rows = await self._get_many.many(conn, tenant_ids=list(ids))
+        return {row["id"]: _tenant(row) for row in rows}
 
     async def get_tenant_by_slug(self, conn: asyncpg.Connection, slug: str) -> TenantRow | None:
         row = await self._get_by_slug.one(conn, slug=slug)
@@ -175,7 +172,7 @@ class TenantsRepository(Repository):
     async def get_tenant_nodes(
         self, conn: asyncpg.Connection, ids: Sequence[UUID]
     ) -> dict[UUID, TenantNode]:
-        return await self._nodes_by_id(self._nodes, conn, ids)
+        return _nodes_by_id(await self._nodes.many(conn, tenant_ids=list(ids)))
 
     async def lock_tree_roots_shared(self, conn: asyncpg.Connection, roots: Sequence[UUID]) -> None:
         if roots:
@@ -190,7 +187,7 @@ class TenantsRepository(Repository):
     async def lock_tenant_nodes_shared(
         self, conn: asyncpg.Connection, ids: Sequence[UUID]
     ) -> dict[UUID, TenantNode]:
-        return await self._nodes_by_id(self._lock_nodes_shared, conn, ids)
+        return _nodes_by_id(await self._lock_nodes_shared.many(conn, tenant_ids=list(ids)))
 
     async def lock_tenant_node(
         self, conn: asyncpg.Connection, tenant_id: UUID
@@ -220,17 +217,18 @@ class TenantsRepository(Repository):
         )
 
     async def list_tenants(
-        self,
-        conn: asyncpg.Connection,
-        *,
-        roots: bool = False,
-        cursor: UUID | None,
-        status: str,
-        limit: int,
+        self, conn: asyncpg.Connection, *, cursor: UUID | None, status: str, limit: int
     ) -> list[TenantRow]:
-        """A page of every tenant, or of the roots only."""
-        sql = self._list_roots if roots else self._list
-        return await self._rows(sql, conn, cursor_id=cursor, status_filter=status, page_size=limit)
+        rows = await self._list.many(conn, cursor_id=cursor, status_filter=status, page_size=limit)
+        return _tenants(rows)
+
+    async def list_root_tenants(
+        self, conn: asyncpg.Connection, *, cursor: UUID | None, status: str, limit: int
+    ) -> list[TenantRow]:
+        rows = await self._list_roots.many(
+            conn, cursor_id=cursor, status_filter=status, page_size=limit
+        )
+        return _tenants(rows)
 
     async def list_subtree_tenants(
         self,
@@ -241,10 +239,10 @@ class TenantsRepository(Repository):
         status: str,
         limit: int,
     ) -> list[TenantRow]:
-        return await self._rows(
-            self._list_subtree, conn, root_id=root, cursor_id=cursor, status_filter=status,
-            page_size=limit,
-        )  # fmt: skip
+        rows = await self._list_subtree.many(
+            conn, root_id=root, cursor_id=cursor, status_filter=status, page_size=limit
+        )
+        return _tenants(rows)
 
     async def search_tenants(
         self,
@@ -258,8 +256,7 @@ class TenantsRepository(Repository):
         status: str,
         limit: int,
     ) -> list[TenantRow]:
-        return await self._rows(
-            self._search,
+        rows = await self._search.many(
             conn,
             search_text=text,
             subtree_root_id=subtree,
@@ -269,6 +266,7 @@ class TenantsRepository(Repository):
             status_filter=status,
             page_size=limit,
         )
+        return _tenants(rows)
 
     async def count_children(
         self, conn: asyncpg.Connection, ids: Sequence[UUID], *, include_archived: bool
@@ -291,10 +289,10 @@ class TenantsRepository(Repository):
         status: str = "active",
         limit: int | None = None,
     ) -> list[TenantRow]:
-        return await self._rows(
-            self._children, conn, parent_id=parent_id, cursor_id=cursor, status_filter=status,
-            page_size=limit,
-        )  # fmt: skip
+        rows = await self._children.many(
+            conn, parent_id=parent_id, cursor_id=cursor, status_filter=status, page_size=limit
+        )
+        return _tenants(rows)
 
     async def list_children_json(
         self,

@@ -145,8 +145,8 @@ class TenantQueries:
                 limit=fetch,
             )
         elif query.roots:
-            rows = await self.tenants.list_tenants(
-                conn, roots=True, cursor=query.cursor, status=query.status, limit=fetch
+            rows = await self.tenants.list_root_tenants(
+                conn, cursor=query.cursor, status=query.status, limit=fetch
             )
         elif query.parent_id is not None:
             rows = await self.tenants.list_children(
