@@ -67,6 +67,12 @@ STATUS_BY_CODE: dict[str, int] = {
     "SERVICE_UNAVAILABLE": 503,
 }
 
+# The refusals of value schemas and budgets (docs/constraints.md): their details name the
+# deciding or breaking tenants, and a preview reports them as the write would answer them.
+CONSTRAINT_CODES = frozenset(
+    ("CONFIG_SCHEMA_VIOLATION", "CONFIG_SCHEMA_CONFLICT", "BUDGET_EXCEEDED", "BUDGET_NOT_NUMERIC")
+)
+
 
 @dataclass(frozen=True, slots=True)
 class FieldError:

@@ -11,10 +11,34 @@ from service.http.requests import parse_query, path_uuid
 from service.http.responses import json_response, next_page
 from service.http.routing import Api
 from service.schemas.audit import AuditChainExportQuery, AuditChainVerifyQuery, AuditLogQuery
-from service.views.audit_chain import AuditChainLink, AuditChainVerification
+from service.usecases.compliance.audit_chain import Verification
+from service.views.audit_chain import (
+    AuditChainLink,
+    AuditChainVerification,
+    ChainBreakShape,
+    ChainHeadShape,
+)
 from service.views.compliance import AuditEntry
 
 api = Api("audit")
+
+
+def _verification(v: Verification) -> AuditChainVerification:
+    found = v.first_break
+    return AuditChainVerification(
+        valid=found is None,
+        from_seq=v.from_seq,
+        to_seq=v.to_seq,
+        checked=v.tally.checked,
+        redacted=v.tally.redacted,
+        purged=v.tally.purged,
+        head=ChainHeadShape.of(v.head),
+        first_break=None
+        if found is None
+        else ChainBreakShape(
+            reason=found.reason, seq=found.seq, entry_id=found.entry_id, detail=found.detail
+        ),
+    )
 
 
 @api.route(
@@ -42,7 +66,7 @@ async def verify_audit_chain(request: web.Request) -> web.Response:
     result = await use_cases(request).audit_chain.verify(
         principal_of(request), query.from_seq, query.to_seq
     )
-    return json_response(result)
+    return json_response(_verification(result))
 
 
 @api.route(
@@ -57,7 +81,9 @@ async def export_audit_chain(request: web.Request) -> web.Response:
         principal_of(request), query.from_seq, query.limit
     )
     headers = {} if next_seq is None else {"X-Next-Cursor": str(next_seq)}
-    return json_response(links, headers=headers)
+    return json_response(
+        [AuditChainLink.of(x.link, x.created_at_us) for x in links], headers=headers
+    )
 
 
 @api.route(

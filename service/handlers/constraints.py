@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+from uuid import UUID
+
 from aiohttp import web
 
 from service.http.appkeys import use_cases
@@ -30,6 +33,18 @@ api = Api("config")
 READ_ERRORS = ("VALIDATION_ERROR", "TENANT_NOT_FOUND", "TENANT_ARCHIVED")
 SCHEMAS_PATH = "/api/v1/tenants/{id}/config-schemas"
 BUDGETS_PATH = "/api/v1/tenants/{id}/config-budgets"
+
+
+def _tenant_key(request: web.Request) -> tuple[UUID, str]:
+    return path_uuid(request), entry_key(request.match_info["key"])
+
+
+def _declared(view: Any, created: bool, path: str, tenant_id: UUID, key: str) -> web.Response:
+    """201 with the Location of what a PUT declared; 200 when it replaced a declaration."""
+    if not created:
+        return json_response(view, status=200, headers={})
+    location = f"{path.replace('{id}', str(tenant_id))}/{key}"
+    return json_response(view, status=201, headers={"Location": location})
 
 
 @api.route(
@@ -63,17 +78,13 @@ async def get_schema(request: web.Request) -> web.Response:
     errors=(*READ_ERRORS, "CONFIG_SCHEMA_CONFLICT"),
 )  # fmt: skip
 async def put_schema(request: web.Request) -> web.Response:
-    tenant_id = path_uuid(request)
-    key = entry_key(request.match_info["key"])
+    tenant_id, key = _tenant_key(request)
     query = parse_query(request, ConfigSchemaQuery)
     body = await read_body(request, ConfigSchemaPut)
     row, created = await use_cases(request).config_schemas.put(
         principal_of(request), actor_of(request), tenant_id, key, body.schema, enforce=query.enforce
     )
-    headers = {"Location": f"{SCHEMAS_PATH.replace('{id}', str(tenant_id))}/{key}"}
-    return json_response(
-        ConfigSchemaView.of(row), status=201 if created else 200, headers=headers if created else {}
-    )
+    return _declared(ConfigSchemaView.of(row), created, SCHEMAS_PATH, tenant_id, key)
 
 
 @api.route(
@@ -82,11 +93,9 @@ async def put_schema(request: web.Request) -> web.Response:
     status=204, errors=(*READ_ERRORS, "CONFIG_SCHEMA_NOT_FOUND"),
 )  # fmt: skip
 async def delete_schema(request: web.Request) -> web.Response:
+    tenant_id, key = _tenant_key(request)
     await use_cases(request).config_schemas.delete(
-        principal_of(request),
-        actor_of(request),
-        path_uuid(request),
-        entry_key(request.match_info["key"]),
+        principal_of(request), actor_of(request), tenant_id, key
     )
     return web.Response(status=204)
 
@@ -152,18 +161,12 @@ async def get_budget(request: web.Request) -> web.Response:
     errors=(*READ_ERRORS, "BUDGET_EXCEEDED", "BUDGET_NOT_NUMERIC"),
 )  # fmt: skip
 async def put_budget(request: web.Request) -> web.Response:
-    tenant_id = path_uuid(request)
-    key = entry_key(request.match_info["key"])
+    tenant_id, key = _tenant_key(request)
     await read_body(request, ConfigBudgetPut)
     budget, use, created = await use_cases(request).config_budgets.put(
         principal_of(request), actor_of(request), tenant_id, key
     )
-    headers = {"Location": f"{BUDGETS_PATH.replace('{id}', str(tenant_id))}/{key}"}
-    return json_response(
-        ConfigBudgetView.of(budget, use),
-        status=201 if created else 200,
-        headers=headers if created else {},
-    )
+    return _declared(ConfigBudgetView.of(budget, use), created, BUDGETS_PATH, tenant_id, key)
 
 
 @api.route(
@@ -171,11 +174,9 @@ async def put_budget(request: web.Request) -> web.Response:
     status=204, errors=(*READ_ERRORS, "CONFIG_BUDGET_NOT_FOUND"),
 )  # fmt: skip
 async def delete_budget(request: web.Request) -> web.Response:
+    tenant_id, key = _tenant_key(request)
     await use_cases(request).config_budgets.delete(
-        principal_of(request),
-        actor_of(request),
-        path_uuid(request),
-        entry_key(request.match_info["key"]),
+        principal_of(request), actor_of(request), tenant_id, key
     )
     return web.Response(status=204)
 

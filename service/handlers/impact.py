@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+from uuid import UUID
+
 from aiohttp import web
 
 from service.http.appkeys import use_cases
@@ -10,6 +13,7 @@ from service.http.middleware import principal_of
 from service.http.requests import parse_query, path_uuid, read_body
 from service.http.responses import json_response
 from service.http.routing import Api
+from service.repositories.impact import OwnEntry, OwnPolicy, PolicyChange, ResolvedChange
 from service.schemas.config import (
     ConfigPreviewBody,
     PermissionPreviewBody,
@@ -17,9 +21,68 @@ from service.schemas.config import (
     entry_key,
 )
 from service.schemas.tenants import TenantMove
-from service.views.impact import ConfigChangePreview, MovePreview, PermissionChangePreview
+from service.usecases.entries.impact import EntryPreview
+from service.views.impact import (
+    ConfigChangePreview,
+    MovePreview,
+    PermissionChangePreview,
+    PreviewRefusal,
+    ResolvedPolicyChange,
+    ResolvedValueChange,
+    ShadowedEntry,
+    ShadowedPolicy,
+    move_preview,
+)
 
 api = Api("config")
+ERRORS = ("VALIDATION_ERROR", "TENANT_NOT_FOUND", "TENANT_ARCHIVED")
+
+
+T = TypeVar("T")
+
+
+async def _entry_change(
+    request: web.Request, body_type: type[T]
+) -> tuple[UUID, str, PreviewQuery, T]:
+    """The tenant, key, page and body of a config or permission preview."""
+    tenant_id = path_uuid(request)
+    key = entry_key(request.match_info["key"])
+    query = parse_query(request, PreviewQuery)
+    return tenant_id, key, query, await read_body(request, body_type)
+
+
+def _answer(document: Any, next_cursor: UUID | None) -> web.Response:
+    headers = {} if next_cursor is None else {"X-Next-Cursor": str(next_cursor)}
+    return json_response(document, headers=headers)
+
+
+def _common(p: EntryPreview[Any, Any]) -> dict[str, Any]:
+    """The fields a config and a permission preview share."""
+    return {
+        "dry_run": True,
+        "tenant_id": p.tenant_id,
+        "key": p.key,
+        "change": p.change,
+        "refused": PreviewRefusal.of(p.refused),
+        "changed_tenants": p.changed_tenants,
+        "shadowed_total": p.shadowed_total,
+    }
+
+
+def _config_view(p: EntryPreview[ResolvedChange, OwnEntry]) -> ConfigChangePreview:
+    return ConfigChangePreview(
+        **_common(p),
+        changes=[ResolvedValueChange.of(c) for c in p.changes],
+        shadowed_entries=[ShadowedEntry.of(e) for e in p.shadowed],
+    )
+
+
+def _permission_view(p: EntryPreview[PolicyChange, OwnPolicy]) -> PermissionChangePreview:
+    return PermissionChangePreview(
+        **_common(p),
+        changes=[ResolvedPolicyChange.of(c) for c in p.changes],
+        shadowed_policies=[ShadowedPolicy.of(e) for e in p.shadowed],
+    )
 
 
 @api.route(
@@ -28,18 +91,14 @@ api = Api("config")
     "would change (paged, X-Next-Cursor), the entries a lock would shadow, and whether the "
     "write would be refused; nothing is written",
     body=ConfigPreviewBody, query=PreviewQuery, response=ConfigChangePreview,
-    errors=("VALIDATION_ERROR", "TENANT_NOT_FOUND", "TENANT_ARCHIVED"), writes=False,
+    errors=ERRORS, writes=False,
 )  # fmt: skip
 async def preview_config_change(request: web.Request) -> web.Response:
-    tenant_id = path_uuid(request)
-    key = entry_key(request.match_info["key"])
-    query = parse_query(request, PreviewQuery)
-    body = await read_body(request, ConfigPreviewBody)
-    document, next_cursor = await use_cases(request).config_impact.preview(
+    tenant_id, key, query, body = await _entry_change(request, ConfigPreviewBody)
+    preview = await use_cases(request).config_impact.preview(
         principal_of(request), tenant_id, key, body, query
     )
-    headers = {} if next_cursor is None else {"X-Next-Cursor": str(next_cursor)}
-    return json_response(document, headers=headers)
+    return _answer(_config_view(preview), preview.next_cursor)
 
 
 @api.route(
@@ -48,18 +107,14 @@ async def preview_config_change(request: web.Request) -> web.Response:
     "policy would change (paged, X-Next-Cursor), the policies a LOCKED one would shadow, "
     "and whether the write would be refused; nothing is written",
     body=PermissionPreviewBody, query=PreviewQuery, response=PermissionChangePreview,
-    errors=("VALIDATION_ERROR", "TENANT_NOT_FOUND", "TENANT_ARCHIVED"), writes=False,
+    errors=ERRORS, writes=False,
 )  # fmt: skip
 async def preview_permission_change(request: web.Request) -> web.Response:
-    tenant_id = path_uuid(request)
-    key = entry_key(request.match_info["key"])
-    query = parse_query(request, PreviewQuery)
-    body = await read_body(request, PermissionPreviewBody)
-    document, next_cursor = await use_cases(request).permission_impact.preview(
+    tenant_id, key, query, body = await _entry_change(request, PermissionPreviewBody)
+    preview = await use_cases(request).permission_impact.preview(
         principal_of(request), tenant_id, key, body, query
     )
-    headers = {} if next_cursor is None else {"X-Next-Cursor": str(next_cursor)}
-    return json_response(document, headers=headers)
+    return _answer(_permission_view(preview), preview.next_cursor)
 
 
 @api.route(
@@ -68,15 +123,14 @@ async def preview_permission_change(request: web.Request) -> web.Response:
     "permissions would change (paged, X-Next-Cursor) and whether the move would be "
     "refused; nothing is written",
     body=TenantMove, query=PreviewQuery, response=MovePreview,
-    errors=("VALIDATION_ERROR", "TENANT_NOT_FOUND", "TENANT_ARCHIVED", "TENANT_ACCESS_DENIED"),
-    writes=False,
+    errors=(*ERRORS, "TENANT_ACCESS_DENIED"), writes=False,
 )  # fmt: skip
 async def preview_move(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
     query = parse_query(request, PreviewQuery)
     body = await read_body(request, TenantMove)
-    document, next_cursor = await use_cases(request).move_preview.preview(
+    p = await use_cases(request).move_preview.preview(
         principal_of(request), tenant_id, body.new_parent_id, query
     )
-    headers = {} if next_cursor is None else {"X-Next-Cursor": str(next_cursor)}
-    return json_response(document, headers=headers)
+    document = move_preview(p.tenant_id, p.new_parent_id, p.refused, p.changed_tenants, p.changes)
+    return _answer(document, p.next_cursor)

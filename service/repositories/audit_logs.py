@@ -11,22 +11,15 @@ from uuid import UUID
 import asyncpg
 
 from service.db.repository import NamedSql, Repository
+from service.repositories.outbox import NewAuditEntry
 
 REDACTED: dict[str, Any] = {"redacted": True}
 
 
 @dataclass(frozen=True, slots=True)
-class AuditEntryRow:
-    id: UUID
-    tenant_id: UUID | None
-    actor_id: str
-    actor_type: str
-    action: str
-    resource_type: str
-    resource_id: str | None
-    changes: dict[str, Any] | None
-    request_id: str | None
-    ip_address: str | None
+class AuditEntryRow(NewAuditEntry):
+    """A stored audit entry: what was written (the outbox's NewAuditEntry), and when."""
+
     created_at: datetime
 
 

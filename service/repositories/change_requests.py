@@ -14,7 +14,7 @@ from service.db.repository import NamedSql, Repository
 
 
 @dataclass(frozen=True, slots=True)
-class ChangeRequestRow:
+class NewChangeRequest:
     id: UUID
     title: str
     description: str
@@ -28,6 +28,12 @@ class ChangeRequestRow:
     apply_at: datetime | None
     impact: list[dict[str, Any]]
     impact_digest: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeRequestRow(NewChangeRequest):
+    """A stored change request: what was proposed, then its reviews and outcome."""
+
     review_round: int
     approvals: int
     approved_digest: str | None
@@ -46,23 +52,6 @@ class Review:
     verdict: str
     comment: str | None
     created_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class NewChangeRequest:
-    id: UUID
-    title: str
-    description: str
-    changes: list[dict[str, Any]]
-    tenant_ids: list[UUID]
-    state: str
-    author_id: str
-    author_type: str
-    author_scope: UUID | None
-    author_scopes: list[str]
-    apply_at: datetime | None
-    impact: list[dict[str, Any]]
-    impact_digest: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

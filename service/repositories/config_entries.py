@@ -11,7 +11,8 @@ from uuid import UUID
 import asyncpg
 import orjson
 
-from service.db.repository import NamedSql, Repository
+from service.db.repository import NamedSql
+from service.repositories.entries import EntryRepository, holders
 from service.repositories.key_locks import KeyWrite
 
 
@@ -46,12 +47,12 @@ class ConfigWrite:
     sensitive: bool
 
 
-class ConfigEntriesRepository(Repository):
+class ConfigEntriesRepository(EntryRepository):
+    lock_space = "config_entries"
     _list = NamedSql("list_config_entries")
     _get = NamedSql("get_config_entry")
     _upsert_one = NamedSql("upsert_config_entry")
     _delete_one = NamedSql("delete_config_entry")
-    _lock_keys = NamedSql("lock_entry_keys")
     _locked = NamedSql("find_locked_config_keys")
     _insert_new = NamedSql("insert_config_for_new_tenants")
     _upsert = NamedSql("upsert_config_values")
@@ -106,15 +107,7 @@ class ConfigEntriesRepository(Repository):
         return None if row is None else ConfigEntryRow(**row)
 
     async def lock_config_keys(self, conn: asyncpg.Connection, writes: Sequence[KeyWrite]) -> None:
-        """Hold the key locks of these writes until the transaction ends (the SQL says how)."""
-        if writes:
-            await self._lock_keys.value(
-                conn,
-                lock_space="config_entries",
-                paths=[w.path for w in writes],
-                keys=[w.key for w in writes],
-                exclusive=[w.exclusive for w in writes],
-            )
+        await self._lock(conn, writes)
 
     async def find_locked_config_keys(
         self, conn: asyncpg.Connection, tenant_id: UUID, keys: Sequence[str]
@@ -122,8 +115,7 @@ class ConfigEntriesRepository(Repository):
         """Keys locked at tenant_id or above it, mapped to the tenant holding the lock."""
         if not keys:
             return {}
-        rows = await self._locked.many(conn, tenant_id=tenant_id, keys=list(keys))
-        return {row["key"]: row["tenant_id"] for row in rows}
+        return holders(await self._locked.many(conn, tenant_id=tenant_id, keys=list(keys)))
 
     async def insert_config_for_new_tenants(
         self, conn: asyncpg.Connection, entries: Sequence[tuple[UUID, str, Any]]

@@ -56,6 +56,13 @@ class PolicyChange:
     new: Policy | None
 
 
+@dataclass(frozen=True, slots=True)
+class OwnPolicy:
+    tenant_id: UUID
+    value: bool
+    mode: str
+
+
 def _policy(row: asyncpg.Record, side: str) -> Policy | None:
     if row[f"{side}_source"] is None:
         return None
@@ -74,7 +81,6 @@ class ImpactRepository(Repository):
         conn: asyncpg.Connection,
         tenant_id: UUID,
         key: str,
-        *,
         new: tuple[Any, bool, bool] | None,
         after_id: UUID,
         limit: int,
@@ -109,7 +115,6 @@ class ImpactRepository(Repository):
         conn: asyncpg.Connection,
         tenant_id: UUID,
         key: str,
-        *,
         new: tuple[bool, str] | None,
         after_id: UUID,
         limit: int,
@@ -132,13 +137,12 @@ class ImpactRepository(Repository):
 
     async def list_shadowed_permission_policies(
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str, limit: int
-    ) -> tuple[list[tuple[UUID, bool, str]], int]:
+    ) -> tuple[list[OwnPolicy], int]:
         rows = await self._shadowed_policies.many(
             conn, tenant_id=tenant_id, key=key, row_limit=limit
         )
-        return [(r["tenant_id"], r["value"], r["mode"]) for r in rows], (
-            int(rows[0]["total"]) if rows else 0
-        )
+        policies = [OwnPolicy(r["tenant_id"], r["value"], r["mode"]) for r in rows]
+        return policies, int(rows[0]["total"]) if rows else 0
 
     async def preview_move(
         self,

@@ -9,7 +9,8 @@ from uuid import UUID
 
 import asyncpg
 
-from service.db.repository import NamedSql, Repository
+from service.db.repository import NamedSql
+from service.repositories.entries import EntryRepository, holders
 from service.repositories.key_locks import KeyWrite
 
 
@@ -24,21 +25,22 @@ class PermissionPolicyRow:
     updated_at: datetime
 
 
-class PermissionsRepository(Repository):
+class PermissionsRepository(EntryRepository):
+    lock_space = "permission_policies"
     _list = NamedSql("list_permission_policies")
     _get = NamedSql("get_permission_policy")
     _locked = NamedSql("find_locked_permission_keys")
     _upsert = NamedSql("upsert_permission_policy")
     _delete = NamedSql("delete_permission_policy")
-    _lock_keys = NamedSql("lock_entry_keys")
     _expire = NamedSql("delete_expired_permission_policies")
 
     async def delete_expired_permission_policies(
         self, conn: asyncpg.Connection, batch_size: int
     ) -> list[PermissionPolicyRow]:
         """Remove due policies that no other transaction holds; returns them."""
-        rows = await self._expire.many(conn, batch_size=batch_size)
-        return [PermissionPolicyRow(**r) for r in rows]
+        return [
+            PermissionPolicyRow(**r) for r in await self._expire.many(conn, batch_size=batch_size)
+        ]
 
     async def list_permission_policies(
         self, conn: asyncpg.Connection, tenant_id: UUID
@@ -57,8 +59,7 @@ class PermissionsRepository(Repository):
         """Keys a LOCKED policy holds at tenant_id or above it, mapped to the holder."""
         if not keys:
             return {}
-        rows = await self._locked.many(conn, tenant_id=tenant_id, keys=list(keys))
-        return {row["key"]: row["tenant_id"] for row in rows}
+        return holders(await self._locked.many(conn, tenant_id=tenant_id, keys=list(keys)))
 
     async def upsert_permission_policy(
         self,
@@ -85,12 +86,4 @@ class PermissionsRepository(Repository):
     async def lock_permission_keys(
         self, conn: asyncpg.Connection, writes: Sequence[KeyWrite]
     ) -> None:
-        """Hold the key locks of these writes until the transaction ends (the SQL says how)."""
-        if writes:
-            await self._lock_keys.value(
-                conn,
-                lock_space="permission_policies",
-                paths=[w.path for w in writes],
-                keys=[w.key for w in writes],
-                exclusive=[w.exclusive for w in writes],
-            )
+        await self._lock(conn, writes)

@@ -15,8 +15,24 @@ from service.db.chunks import read_ahead
 from service.db.repository import NamedSql, Repository
 
 
+class _Placed:
+    """What a tenant row and a tree node both answer: archived or not, and its root."""
+
+    __slots__ = ()
+    status: str
+    ancestry_path: str
+
+    @property
+    def is_archived(self) -> bool:
+        return self.status == "archived"
+
+    @property
+    def root_id(self) -> UUID:
+        return root_of(self.ancestry_path)
+
+
 @dataclass(frozen=True, slots=True)
-class TenantRow:
+class TenantRow(_Placed):
     id: UUID
     parent_id: UUID | None
     name: str
@@ -32,17 +48,9 @@ class TenantRow:
     updated_at: datetime
     config: dict[str, Any]
 
-    @property
-    def is_archived(self) -> bool:
-        return self.status == "archived"
-
-    @property
-    def root_id(self) -> UUID:
-        return root_of(self.ancestry_path)
-
 
 @dataclass(frozen=True, slots=True)
-class TenantNode:
+class TenantNode(_Placed):
     """Where a tenant sits in the tree: enough to lock and validate a change."""
 
     id: UUID
@@ -52,14 +60,6 @@ class TenantNode:
     status: str
     isolation_strategy: str
     region: str
-
-    @property
-    def is_archived(self) -> bool:
-        return self.status == "archived"
-
-    @property
-    def root_id(self) -> UUID:
-        return root_of(self.ancestry_path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +108,14 @@ def _tenant(row: asyncpg.Record) -> TenantRow:
 
 def _node(row: asyncpg.Record) -> TenantNode:
     return TenantNode(**row)
+
+
+def _tenants(rows: Sequence[asyncpg.Record]) -> list[TenantRow]:
+    return [TenantRow(**row) for row in rows]
+
+
+def _nodes_by_id(rows: Sequence[asyncpg.Record]) -> dict[UUID, TenantNode]:
+    return {row["id"]: TenantNode(**row) for row in rows}
 
 
 class TenantsRepository(Repository):
@@ -164,8 +172,7 @@ class TenantsRepository(Repository):
     async def get_tenant_nodes(
         self, conn: asyncpg.Connection, ids: Sequence[UUID]
     ) -> dict[UUID, TenantNode]:
-        rows = await self._nodes.many(conn, tenant_ids=list(ids))
-        return {row["id"]: _node(row) for row in rows}
+        return _nodes_by_id(await self._nodes.many(conn, tenant_ids=list(ids)))
 
     async def lock_tree_roots_shared(self, conn: asyncpg.Connection, roots: Sequence[UUID]) -> None:
         if roots:
@@ -180,8 +187,7 @@ class TenantsRepository(Repository):
     async def lock_tenant_nodes_shared(
         self, conn: asyncpg.Connection, ids: Sequence[UUID]
     ) -> dict[UUID, TenantNode]:
-        rows = await self._lock_nodes_shared.many(conn, tenant_ids=list(ids))
-        return {row["id"]: _node(row) for row in rows}
+        return _nodes_by_id(await self._lock_nodes_shared.many(conn, tenant_ids=list(ids)))
 
     async def lock_tenant_node(
         self, conn: asyncpg.Connection, tenant_id: UUID
@@ -213,12 +219,16 @@ class TenantsRepository(Repository):
     async def list_tenants(
         self, conn: asyncpg.Connection, *, cursor: UUID | None, status: str, limit: int
     ) -> list[TenantRow]:
-        return [
-            _tenant(r)
-            for r in await self._list.many(
-                conn, cursor_id=cursor, status_filter=status, page_size=limit
-            )
-        ]
+        rows = await self._list.many(conn, cursor_id=cursor, status_filter=status, page_size=limit)
+        return _tenants(rows)
+
+    async def list_root_tenants(
+        self, conn: asyncpg.Connection, *, cursor: UUID | None, status: str, limit: int
+    ) -> list[TenantRow]:
+        rows = await self._list_roots.many(
+            conn, cursor_id=cursor, status_filter=status, page_size=limit
+        )
+        return _tenants(rows)
 
     async def list_subtree_tenants(
         self,
@@ -232,17 +242,7 @@ class TenantsRepository(Repository):
         rows = await self._list_subtree.many(
             conn, root_id=root, cursor_id=cursor, status_filter=status, page_size=limit
         )
-        return [_tenant(r) for r in rows]
-
-    async def list_root_tenants(
-        self, conn: asyncpg.Connection, *, cursor: UUID | None, status: str, limit: int
-    ) -> list[TenantRow]:
-        return [
-            _tenant(r)
-            for r in await self._list_roots.many(
-                conn, cursor_id=cursor, status_filter=status, page_size=limit
-            )
-        ]
+        return _tenants(rows)
 
     async def search_tenants(
         self,
@@ -266,7 +266,7 @@ class TenantsRepository(Repository):
             status_filter=status,
             page_size=limit,
         )
-        return [_tenant(r) for r in rows]
+        return _tenants(rows)
 
     async def count_children(
         self, conn: asyncpg.Connection, ids: Sequence[UUID], *, include_archived: bool
@@ -292,7 +292,7 @@ class TenantsRepository(Repository):
         rows = await self._children.many(
             conn, parent_id=parent_id, cursor_id=cursor, status_filter=status, page_size=limit
         )
-        return [_tenant(r) for r in rows]
+        return _tenants(rows)
 
     async def list_children_json(
         self,

@@ -22,9 +22,9 @@ from service.usecases.compliance.regions import RegionMigrations
 from service.usecases.compliance.retention import Retention
 from service.usecases.entries.config_budgets import ConfigBudgets
 from service.usecases.entries.config_entries import ConfigEntries
+from service.usecases.entries.config_impact import ConfigImpact
 from service.usecases.entries.config_schemas import ConfigSchemas
 from service.usecases.entries.expiry import EntryExpiry
-from service.usecases.entries.impact import ConfigImpact
 from service.usecases.entries.permission_impact import PermissionImpact
 from service.usecases.entries.permissions import PermissionPolicies
 from service.usecases.keys.commands import ApiKeyCommands

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 from uuid import UUID
 
-from service.views.base import Instant, View
+import msgspec
+
+from service.repositories.audit_chain import ChainHead, ChainLink
+from service.repositories.audit_logs import AuditEntryRow
+from service.views.base import View
+from service.views.compliance import AuditEntry
 
 BreakReason = Literal[
     "sequence_gap",
@@ -22,6 +27,10 @@ BreakReason = Literal[
 class ChainHeadShape(View):
     seq: int
     hash: str
+
+    @classmethod
+    def of(cls, head: ChainHead) -> ChainHeadShape:
+        return cls(seq=head.seq, hash=head.hash.hex())
 
 
 class ChainBreakShape(View):
@@ -42,20 +51,17 @@ class AuditChainVerification(View):
     first_break: ChainBreakShape | None
 
 
-class ChainedEntry(View):
-    id: UUID
-    tenant_id: UUID | None
-    actor_id: str
-    actor_type: Literal["api_key", "jwt", "system"]
-    action: str
-    resource_type: str
-    resource_id: str | None
-    changes: dict[str, Any] | None
-    request_id: str | None
-    ip_address: str | None
-    created_at: Instant
+# An audit entry with what its link hashes besides its fields.
+class ChainedEntry(AuditEntry):
     created_at_us: int
     changes_text: str | None
+
+    @classmethod
+    def chained(
+        cls, e: AuditEntryRow, created_at_us: int, changes_text: str | None
+    ) -> ChainedEntry:
+        fields = msgspec.structs.asdict(AuditEntry.of(e))
+        return cls(**fields, created_at_us=created_at_us, changes_text=changes_text)
 
 
 class AuditChainLink(View):
@@ -65,3 +71,18 @@ class AuditChainLink(View):
     entry_hash: str
     changes_digest: str
     entry: ChainedEntry | None
+
+    @classmethod
+    def of(cls, link: ChainLink, created_at_us: int | None) -> AuditChainLink:
+        """created_at_us: the entry's creation instant as hashed (None: the entry is gone)."""
+        entry = None
+        if link.entry is not None and created_at_us is not None:
+            entry = ChainedEntry.chained(link.entry, created_at_us, link.changes_text)
+        return cls(
+            seq=link.seq,
+            entry_id=link.entry_id,
+            prev_hash=link.prev_hash.hex(),
+            entry_hash=link.entry_hash.hex(),
+            changes_digest=link.changes_digest.hex(),
+            entry=entry,
+        )

@@ -17,6 +17,18 @@ from service.schemas.config import PermissionMode
 from service.schemas.tenants import IsolationStrategy
 from service.views.base import Instant, View, instant
 
+# Present on an entry that expires (absent on one that stays).
+Expiry = (
+    Annotated[
+        Instant,
+        msgspec.Meta(
+            description="Present on an entry that expires: the service removes it then "
+            "(as a delete, audited as expired)."
+        ),
+    ]
+    | msgspec.UnsetType
+)
+
 
 class ConfigEntry(View):
     key: str
@@ -32,16 +44,7 @@ class ConfigEntry(View):
     ]
     created_at: Instant
     updated_at: Instant
-    expires_at: (
-        Annotated[
-            Instant,
-            msgspec.Meta(
-                description="Present on an entry that expires: the service removes it then "
-                "(as a delete, audited as expired)."
-            ),
-        ]
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
+    expires_at: Expiry = msgspec.UNSET
 
     @classmethod
     def of(cls, entry: ConfigEntryRow, shown_value: Any) -> ConfigEntry:
@@ -64,16 +67,7 @@ class PermissionPolicy(View):
     mode: PermissionMode
     created_at: Instant
     updated_at: Instant
-    expires_at: (
-        Annotated[
-            Instant,
-            msgspec.Meta(
-                description="Present on an entry that expires: the service removes it then "
-                "(as a delete, audited as expired)."
-            ),
-        ]
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
+    expires_at: Expiry = msgspec.UNSET
 
     @classmethod
     def of(cls, policy: PermissionPolicyRow) -> PermissionPolicy:
@@ -105,16 +99,7 @@ class ResolvedConfigEntry(View):
         ]
         | msgspec.UnsetType
     ) = msgspec.UNSET
-    expires_at: (
-        Annotated[
-            Instant,
-            msgspec.Meta(
-                description="Present on an entry that expires: the service removes it then "
-                "(as a delete, audited as expired)."
-            ),
-        ]
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
+    expires_at: Expiry = msgspec.UNSET
 
 
 class ResolvedPermission(View):
@@ -124,16 +109,7 @@ class ResolvedPermission(View):
     source_tenant_id: UUID
     locked: bool
     delegated: bool
-    expires_at: (
-        Annotated[
-            Instant,
-            msgspec.Meta(
-                description="Present on an entry that expires: the service removes it then "
-                "(as a delete, audited as expired)."
-            ),
-        ]
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
+    expires_at: Expiry = msgspec.UNSET
 
 
 class TenantContext(View):

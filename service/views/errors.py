@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from service.base.errors import FieldError
 from service.views.base import View
 from service.views.tenants import BatchItemError, Tenant
 
 
-class FieldProblem(View):
+class FieldProblem(View, omit_defaults=True):
     field: str
     message: str
     # Constraint answers (docs/constraints.md): the tenant named, and the facts.
@@ -17,6 +18,11 @@ class FieldProblem(View):
     capacity: float | None = None
     allocated: float | None = None
     remaining: float | None = None
+
+    @classmethod
+    def of(cls, error: FieldError) -> FieldProblem:
+        """What the error body says of it (FieldError.as_dict): the facts given, no nulls."""
+        return cls(**error.as_dict())
 
 
 class ErrorDetail(View):

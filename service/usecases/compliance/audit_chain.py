@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+from uuid import UUID
 
 import asyncpg
 
 from service.auth.principal import Principal
 from service.base.errors import ServiceError
-from service.repositories.audit_chain import ChainLink
+from service.repositories.audit_chain import ChainHead, ChainLink
 from service.repositories.audit_logs import AuditEntryRow
 from service.usecases.common.deps import Deps
 from service.usecases.compliance.chain_hash import (
@@ -25,8 +26,7 @@ from service.usecases.compliance.chain_hash import (
     entry_hash,
     microseconds,
 )
-from service.views.base import document
-from service.views.compliance import AuditEntry
+from service.views.audit_chain import BreakReason
 
 PAGE = 1000
 
@@ -49,33 +49,44 @@ def hash_fields(e: AuditEntryRow) -> dict[str, Any]:
     }
 
 
-def link_json(link: ChainLink) -> dict[str, Any]:
-    entry = None
-    if link.entry is not None:
-        entry = {
-            **document(AuditEntry.of(link.entry)),
-            "created_at_us": microseconds(link.entry.created_at),
-            "changes_text": link.changes_text,
-        }
-    return {
-        "seq": link.seq,
-        "entry_id": str(link.entry_id),
-        "prev_hash": link.prev_hash.hex(),
-        "entry_hash": link.entry_hash.hex(),
-        "changes_digest": link.changes_digest.hex(),
-        "entry": entry,
-    }
+@dataclass(frozen=True, slots=True)
+class ExportedLink:
+    link: ChainLink
+    created_at_us: int | None  # its entry's creation instant as hashed (None: no entry)
+
+
+@dataclass(frozen=True, slots=True)
+class Break:
+    """The first break a verification met: why, where, and in words."""
+
+    reason: BreakReason
+    seq: int | None
+    entry_id: UUID | None
+    detail: str
+
+
+@dataclass(slots=True)
+class Tally:
+    checked: int = 0
+    redacted: int = 0
+    purged: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    """A verification over links from_seq..to_seq (None: no link in the range)."""
+
+    from_seq: int | None
+    to_seq: int | None
+    tally: Tally
+    head: ChainHead
+    first_break: Break | None
 
 
 class ChainBreak(Exception):
-    def __init__(self, reason: str, seq: int | None, entry_id: object | None, detail: str):
+    def __init__(self, reason: BreakReason, seq: int | None, entry_id: UUID | None, detail: str):
         super().__init__(detail)
-        self.body = {
-            "reason": reason,
-            "seq": seq,
-            "entry_id": None if entry_id is None else str(entry_id),
-            "detail": detail,
-        }
+        self.found = Break(reason, seq, entry_id, detail)
 
 
 @dataclass(slots=True)
@@ -103,13 +114,6 @@ class Purged:
 
     def covers(self, seq: int) -> bool:
         return any(a <= seq <= b for a, b in self.ranges)
-
-
-@dataclass(slots=True)
-class Tally:
-    checked: int = 0
-    redacted: int = 0
-    purged: int = 0
 
 
 def check_link(link: ChainLink, expected_prev: bytes, purged: Purged, tally: Tally) -> None:
@@ -154,7 +158,7 @@ class AuditChain:
 
     async def verify(
         self, principal: Principal, from_seq: int | None, to_seq: int | None
-    ) -> dict[str, Any]:
+    ) -> Verification:
         if principal.is_scoped:
             raise denied()
         return await self.db.transaction(
@@ -163,13 +167,13 @@ class AuditChain:
 
     async def _verify(
         self, conn: asyncpg.Connection, from_seq: int | None, to_seq: int | None
-    ) -> dict[str, Any]:
+    ) -> Verification:
         head = await self.chain.get_head(conn)
         first = head.first_seq if head.first_seq is not None else head.seq + 1
         start = max(from_seq or first, first)
         end = min(to_seq or head.seq, head.seq)
         tally = Tally()
-        problem: dict[str, Any] | None = None
+        problem: Break | None = None
         try:
             if start <= end:
                 await self._walk(conn, first, start, end, tally)
@@ -186,17 +190,11 @@ class AuditChain:
                     "an audit.purged entry that retention did not record (a forged checkpoint)",
                 )  # fmt: skip
         except ChainBreak as broken:
-            problem = broken.body
-        return {
-            "valid": problem is None,
-            "from_seq": start if start <= end else None,
-            "to_seq": end if start <= end else None,
-            "checked": tally.checked,
-            "redacted": tally.redacted,
-            "purged": tally.purged,
-            "head": {"seq": head.seq, "hash": head.hash.hex()},
-            "first_break": problem,
-        }
+            problem = broken.found
+        within = start <= end
+        return Verification(
+            start if within else None, end if within else None, tally, head, problem
+        )
 
     async def _walk(
         self, conn: asyncpg.Connection, first: int, start: int, end: int, tally: Tally
@@ -242,7 +240,7 @@ class AuditChain:
 
     async def export(
         self, principal: Principal, from_seq: int | None, limit: int
-    ) -> tuple[list[dict[str, Any]], int | None]:
+    ) -> tuple[list[ExportedLink], int | None]:
         """One page of links with their entries in order; the next page's from_seq."""
         if principal.is_scoped:
             raise denied()
@@ -255,4 +253,8 @@ class AuditChain:
         links = await self.db.run(work)
         more = len(links) > limit
         page = links[:limit]
-        return [link_json(x) for x in page], (page[-1].seq + 1 if more else None)
+        exported = [
+            ExportedLink(x, None if x.entry is None else microseconds(x.entry.created_at))
+            for x in page
+        ]
+        return exported, (page[-1].seq + 1 if more else None)

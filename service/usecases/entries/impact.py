@@ -1,98 +1,108 @@
-"""Impact preview of a config entry change (a dry run): which tenants' resolved value of
-the key would change, from what to what and from which source, which descendants' own
-entries a lock would override, and whether the write would be refused. It reads in one
-snapshot and writes nothing: no entry, no event, no audit entry, no cache invalidation.
+"""Impact previews of an entry change (a dry run), shared by config entries and permission
+policies as their writes are (writes.py): which tenants' resolved entry for the key would
+change, from what to what and from which source, which descendants' own entries a lock
+would override, and whether the write would be refused. Each kind describes itself in an
+ImpactKind. A preview reads in one snapshot and writes nothing: no entry, no event, no
+audit entry, no cache invalidation. It answers typed data (EntryPreview);
+service/views/impact.py renders it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, Literal, Protocol, TypeVar
 from uuid import UUID
 
 import asyncpg
-from msgspec import UNSET
 
 from service.auth.principal import Principal
 from service.base.errors import ServiceError
-from service.repositories.config_entries import ConfigWrite
-from service.repositories.impact import OwnEntry, Resolved
 from service.repositories.tenants import TenantNode
-from service.schemas.config import ConfigPreviewBody, PreviewQuery
+from service.schemas.config import PreviewQuery
 from service.usecases.common.deps import Deps
 from service.usecases.common.tenant_access import visible_active
-from service.usecases.entries.config_entries import config_not_found
-from service.usecases.entries.constraints import ConfigConstraints, Written, schema_violation
-from service.usecases.entries.values import encrypt_value
 from service.usecases.entries.writes import key_locked
-from service.views.base import SENSITIVE_MASK
 
 NIL = UUID(int=0)
 SHADOWED_LIMIT = 100
 
-
-def _shown(value: Any, sensitive: bool) -> Any:
-    return SENSITIVE_MASK if sensitive else value
-
-
-def refusal(error: ServiceError) -> dict[str, Any]:
-    """The error the real write would answer, as the preview reports it."""
-    found: dict[str, Any] = {"code": error.code, "message": error.message}
-    if error.details and error.code in CONSTRAINT_CODES:
-        found["details"] = [d.as_dict() for d in error.details]
-    return found
+B = TypeVar("B", bound="PreviewBody")  # the request body
+E = TypeVar("E")  # the tenant's own entry now
+N = TypeVar("N")  # the tenant's own entry after the change (None: removed)
+C = TypeVar("C", bound="ChangedTenant")  # a tenant whose resolved entry would change
+S = TypeVar("S")  # a descendant's own entry a lock would override
+R = TypeVar("R")  # a row of a page
 
 
-CONSTRAINT_CODES = frozenset(
-    ("CONFIG_SCHEMA_VIOLATION", "CONFIG_SCHEMA_CONFLICT", "BUDGET_EXCEEDED", "BUDGET_NOT_NUMERIC")
-)
+Change = Literal["set", "delete"]
 
 
-class _Undo(Exception):
-    """Rolls back the trial write of a preview, carrying what the budgets said."""
-
-    def __init__(self, refused: list[ServiceError]) -> None:
-        super().__init__("undo")
-        self.refused = refused
+class PreviewBody(Protocol):
+    @property
+    def change(self) -> Change: ...
 
 
-def resolved_json(r: Resolved | None) -> dict[str, Any] | None:
-    if r is None:
-        return None
-    return {
-        "value": _shown(r.value, r.sensitive),
-        "source_tenant_id": str(r.source_tenant_id),
-        "locked": r.locked,
-        "sensitive": r.sensitive,
-    }
+class ChangedTenant(Protocol):
+    @property
+    def tenant_id(self) -> UUID: ...
 
 
-def own_json(e: OwnEntry) -> dict[str, Any]:
-    return {
-        "tenant_id": str(e.tenant_id),
-        "value": _shown(e.value, e.sensitive),
-        "locked": e.locked,
-        "sensitive": e.sensitive,
-    }
+def page_of(
+    rows: Sequence[R], limit: int, cursor: Callable[[R], UUID]
+) -> tuple[list[R], UUID | None]:
+    """The first `limit` rows (of `limit + 1` read) and the next page's cursor, if any."""
+    page = list(rows[:limit])
+    return page, (cursor(page[-1]) if len(rows) > limit else None)
 
 
-class ConfigImpact:
-    def __init__(self, deps: Deps) -> None:
+@dataclass(frozen=True, slots=True)
+class EntryPreview(Generic[C, S]):
+    """What a preview found: one page of the changed tenants, the shadowed entries."""
+
+    tenant_id: UUID
+    key: str
+    change: Change
+    refused: ServiceError | None  # the error the real write would answer
+    changed_tenants: int
+    changes: list[C]
+    shadowed: list[S]  # the first SHADOWED_LIMIT
+    shadowed_total: int
+    next_cursor: UUID | None
+
+
+@dataclass(frozen=True, slots=True)
+class ImpactKind(Generic[B, E, N, C, S]):
+    """How one kind of entry is previewed."""
+
+    locked_code: str  # what a write under an ancestor's lock answers
+    kind: str  # "config" or "permission": the wording of that answer
+    not_found: Callable[[str], ServiceError]  # what deleting a missing entry answers
+    get: Callable[[asyncpg.Connection, UUID, str], Awaitable[E | None]]
+    find_locked: Callable[[asyncpg.Connection, UUID, Sequence[str]], Awaitable[dict[str, UUID]]]
+    proposed: Callable[[B, E | None], N]  # the own entry a set would leave
+    locks: Callable[[N], bool]  # whether that entry overrides the descendants' own
+    changes: Callable[
+        [asyncpg.Connection, UUID, str, N | None, UUID, int], Awaitable[tuple[list[C], int]]
+    ]
+    shadowed: Callable[[asyncpg.Connection, UUID, str, int], Awaitable[tuple[list[S], int]]]
+    # The value schema or budget refusal the write would meet (config only).
+    constraint_refusal: (
+        Callable[[asyncpg.Connection, TenantNode, str, B, N | None], Awaitable[ServiceError | None]]
+        | None
+    ) = None
+
+
+class EntryImpact(Generic[B, E, N, C, S]):
+    def __init__(self, deps: Deps, kind: ImpactKind[B, E, N, C, S]) -> None:
         self.db = deps.db
-        self.repos = deps.repos
-        self.keyring = deps.keyring
-        self.constraints = ConfigConstraints(deps)
+        self.tenants = deps.repos.tenants
+        self.kind = kind
 
     async def preview(
-        self,
-        principal: Principal,
-        tenant_id: UUID,
-        key: str,
-        body: ConfigPreviewBody,
-        query: PreviewQuery,
-    ) -> tuple[dict[str, Any], UUID | None]:
-        """The preview document and the cursor of the next page of changed tenants."""
-
-        async def work(conn: asyncpg.Connection) -> tuple[dict[str, Any], UUID | None]:
+        self, principal: Principal, tenant_id: UUID, key: str, body: B, query: PreviewQuery
+    ) -> EntryPreview[C, S]:
+        async def work(conn: asyncpg.Connection) -> EntryPreview[C, S]:
             return await self._preview(conn, principal, tenant_id, key, body, query)
 
         # Read only, one snapshot: every figure describes the same moment.
@@ -104,105 +114,50 @@ class ConfigImpact:
         principal: Principal,
         tenant_id: UUID,
         key: str,
-        body: ConfigPreviewBody,
+        body: B,
         query: PreviewQuery,
-    ) -> tuple[dict[str, Any], UUID | None]:
-        repos = self.repos
-        nodes = await repos.tenants.get_tenant_nodes(conn, [tenant_id])
+    ) -> EntryPreview[C, S]:
+        kind = self.kind
+        nodes = await self.tenants.get_tenant_nodes(conn, [tenant_id])
         node = visible_active(principal, nodes.get(tenant_id))
-        before = await repos.config.get_config_entry(conn, tenant_id, key)
-        refused = await self._refusal(conn, node.parent_id, key, body, before is None)
-        new: tuple[Any, bool, bool] | None = None
-        if body.change == "set":
-            locked = body.locked if body.locked is not UNSET else bool(before and before.locked)
-            sensitive = (
-                body.sensitive if body.sensitive is not UNSET else bool(before and before.sensitive)
-            )
-            new = (None if sensitive else body.value, locked, sensitive)
-        if refused is None:
-            refused = await self._constraint_refusal(conn, node, key, body, new)
-        changes, total = await repos.impact.preview_config_change(
-            conn, tenant_id, key, new=new, after_id=query.cursor or NIL, limit=query.limit + 1
+        before = await kind.get(conn, tenant_id, key)
+        refused = await self._refusal(conn, node.parent_id, key, body.change, before is None)
+        new = kind.proposed(body, before) if body.change == "set" else None
+        if refused is None and kind.constraint_refusal is not None:
+            refused = await kind.constraint_refusal(conn, node, key, body, new)
+        changes, total = await kind.changes(
+            conn, tenant_id, key, new, query.cursor or NIL, query.limit + 1
         )
-        shadowed: list[OwnEntry] = []
+        shadowed: list[S] = []
         shadowed_total = 0
-        if new is not None and new[1]:
-            shadowed, shadowed_total = await repos.impact.list_shadowed_config_entries(
-                conn, tenant_id, key, SHADOWED_LIMIT
-            )
-        more = len(changes) > query.limit
-        page = changes[: query.limit]
-        document = {
-            "dry_run": True,
-            "tenant_id": str(tenant_id),
-            "key": key,
-            "change": body.change,
-            "refused": refused,
-            "changed_tenants": total,
-            "changes": [
-                {
-                    "tenant_id": str(c.tenant_id),
-                    "old": resolved_json(c.old),
-                    "new": resolved_json(c.new),
-                }
-                for c in page
-            ],
-            "shadowed_entries": [own_json(e) for e in shadowed],
-            "shadowed_total": shadowed_total,
-        }
-        return document, (page[-1].tenant_id if more else None)
+        if new is not None and kind.locks(new):
+            shadowed, shadowed_total = await kind.shadowed(conn, tenant_id, key, SHADOWED_LIMIT)
+        page, next_cursor = page_of(changes, query.limit, lambda c: c.tenant_id)
+        return EntryPreview(
+            tenant_id=tenant_id,
+            key=key,
+            change=body.change,
+            refused=refused,
+            changed_tenants=total,
+            changes=page,
+            shadowed=shadowed,
+            shadowed_total=shadowed_total,
+            next_cursor=next_cursor,
+        )
 
     async def _refusal(
         self,
         conn: asyncpg.Connection,
         parent_id: UUID | None,
         key: str,
-        body: ConfigPreviewBody,
+        change: Change,
         missing: bool,
-    ) -> dict[str, Any] | None:
-        """The error the real write would answer, as {code, message}; None: it would pass."""
+    ) -> ServiceError | None:
+        """The error the real write would answer before its constraints; None: none."""
         if parent_id is not None:
-            held = await self.repos.config.find_locked_config_keys(conn, parent_id, [key])
+            held = await self.kind.find_locked(conn, parent_id, [key])
             if key in held:
-                return refusal(key_locked("CONFIG_LOCKED", "config", key, held[key]))
-        if body.change == "delete" and missing:
-            return refusal(config_not_found(key))
+                return key_locked(self.kind.locked_code, self.kind.kind, key, held[key])
+        if change == "delete" and missing:
+            return self.kind.not_found(key)
         return None
-
-    async def _constraint_refusal(
-        self,
-        conn: asyncpg.Connection,
-        node: TenantNode,
-        key: str,
-        body: ConfigPreviewBody,
-        new: tuple[Any, bool, bool] | None,
-    ) -> dict[str, Any] | None:
-        """The schema or budget refusal the write would meet. The budgets are judged by
-        making the write in a savepoint, measuring, and rolling the savepoint back: the
-        same check the write runs, so the same answer."""
-        value = body.value if new is not None else None
-        sensitive = new is not None and new[2]
-        if new is not None:
-            breaches = await self.constraints.schema_refusals(
-                conn, node.id, node.id, {key: value}, sensitive={key} if sensitive else ()
-            )
-            if breaches:
-                return refusal(schema_violation(breaches))
-        written = [Written(node.id, node.parent_id, {key: value})]
-        try:
-            async with conn.transaction():
-                if new is None:
-                    await self.repos.config.delete_config_entry(conn, node.id, key)
-                else:
-                    token = encrypt_value(self.keyring.encryptor, node.id, key, value)
-                    write = (
-                        ConfigWrite(key, None, token, True)
-                        if sensitive
-                        else ConfigWrite(key, value, None, False)
-                    )
-                    await self.repos.config.upsert_config_entry(
-                        conn, node.id, write, locked=new[1], reveal_to_descendants=False
-                    )
-                raise _Undo(await self.constraints.budget_refusals(conn, written, [key]))
-        except _Undo as undo:
-            return refusal(undo.refused[0]) if undo.refused else None

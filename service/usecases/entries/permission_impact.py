@@ -1,113 +1,50 @@
-"""Impact preview of a permission policy change (a dry run), like the config entries'
-(service/usecases/entries/impact.py): the tenants whose resolved policy would change,
-the descendants' own policies a LOCKED one would override, and whether the write would
-be refused. One snapshot; nothing written, emitted or invalidated."""
+"""Impact preview of a permission policy change (impact.py's shared path): the tenants
+whose resolved policy would change, the descendants' own policies a LOCKED one would
+override, and whether the write would be refused."""
 
 from __future__ import annotations
 
-from typing import Any
-from uuid import UUID
-
-import asyncpg
 from msgspec import UNSET
 
-from service.auth.principal import Principal
-from service.repositories.impact import Policy
-from service.schemas.config import PermissionPreviewBody, PreviewQuery
+from service.base.errors import ServiceError
+from service.repositories.impact import OwnPolicy, PolicyChange
+from service.repositories.permissions import PermissionPolicyRow
+from service.schemas.config import PermissionPreviewBody
 from service.usecases.common.deps import Deps
-from service.usecases.common.tenant_access import visible_active
+from service.usecases.entries.impact import EntryImpact, ImpactKind
+from service.usecases.entries.permissions import DEFAULT_MODE
 
-NIL = UUID(int=0)
-SHADOWED_LIMIT = 100
-
-
-def policy_json(p: Policy | None) -> dict[str, Any] | None:
-    if p is None:
-        return None
-    return {"value": p.value, "mode": p.mode, "source_tenant_id": str(p.source_tenant_id)}
+# The own policy a set would leave: (value, mode).
+Proposed = tuple[bool, str]
 
 
-class PermissionImpact:
+def _proposed(body: PermissionPreviewBody, before: PermissionPolicyRow | None) -> Proposed:
+    assert body.value is not None  # checked by the schema
+    mode = body.mode if body.mode is not UNSET else (before.mode if before else DEFAULT_MODE)
+    return (body.value, mode)
+
+
+def _not_found(key: str) -> ServiceError:
+    # The preview's own wording (DELETE answers permission_not_found's), kept as it was.
+    return ServiceError("PERMISSION_NOT_FOUND", f"permission key {key!r} not found")
+
+
+class PermissionImpact(
+    EntryImpact[PermissionPreviewBody, PermissionPolicyRow, Proposed, PolicyChange, OwnPolicy]
+):
     def __init__(self, deps: Deps) -> None:
-        self.db = deps.db
-        self.repos = deps.repos
-
-    async def preview(
-        self,
-        principal: Principal,
-        tenant_id: UUID,
-        key: str,
-        body: PermissionPreviewBody,
-        query: PreviewQuery,
-    ) -> tuple[dict[str, Any], UUID | None]:
-        async def work(conn: asyncpg.Connection) -> tuple[dict[str, Any], UUID | None]:
-            return await self._preview(conn, principal, tenant_id, key, body, query)
-
-        return await self.db.transaction(work, isolation="repeatable_read")
-
-    async def _preview(
-        self,
-        conn: asyncpg.Connection,
-        principal: Principal,
-        tenant_id: UUID,
-        key: str,
-        body: PermissionPreviewBody,
-        query: PreviewQuery,
-    ) -> tuple[dict[str, Any], UUID | None]:
-        repos = self.repos
-        node = visible_active(
-            principal, (await repos.tenants.get_tenant_nodes(conn, [tenant_id])).get(tenant_id)
+        impact = deps.repos.impact
+        super().__init__(
+            deps,
+            ImpactKind(
+                locked_code="PERMISSION_LOCKED",
+                kind="permission",
+                not_found=_not_found,
+                get=deps.repos.permissions.get_permission_policy,
+                find_locked=deps.repos.permissions.find_locked_permission_keys,
+                proposed=_proposed,
+                locks=lambda new: new[1] == "LOCKED",
+                changes=impact.preview_permission_change,
+                shadowed=impact.list_shadowed_permission_policies,
+            ),
         )
-        before = await repos.permissions.get_permission_policy(conn, tenant_id, key)
-        refused: dict[str, Any] | None = None
-        if node.parent_id is not None:
-            locked = await repos.permissions.find_locked_permission_keys(
-                conn, node.parent_id, [key]
-            )
-            if key in locked:
-                refused = {
-                    "code": "PERMISSION_LOCKED",
-                    "message": f"permission key {key!r} is locked by ancestor {locked[key]}",
-                }
-        if refused is None and body.change == "delete" and before is None:
-            refused = {
-                "code": "PERMISSION_NOT_FOUND",
-                "message": f"permission key {key!r} not found",
-            }
-        new: tuple[bool, str] | None = None
-        if body.change == "set":
-            assert body.value is not None  # checked by the schema
-            mode = body.mode if body.mode is not UNSET else (before.mode if before else "INHERIT")
-            new = (body.value, mode)
-        changes, total = await repos.impact.preview_permission_change(
-            conn, tenant_id, key, new=new, after_id=query.cursor or NIL, limit=query.limit + 1
-        )
-        shadowed: list[tuple[UUID, bool, str]] = []
-        shadowed_total = 0
-        if new is not None and new[1] == "LOCKED":
-            shadowed, shadowed_total = await repos.impact.list_shadowed_permission_policies(
-                conn, tenant_id, key, SHADOWED_LIMIT
-            )
-        more = len(changes) > query.limit
-        page = changes[: query.limit]
-        document = {
-            "dry_run": True,
-            "tenant_id": str(tenant_id),
-            "key": key,
-            "change": body.change,
-            "refused": refused,
-            "changed_tenants": total,
-            "changes": [
-                {
-                    "tenant_id": str(c.tenant_id),
-                    "old": policy_json(c.old),
-                    "new": policy_json(c.new),
-                }
-                for c in page
-            ],
-            "shadowed_policies": [
-                {"tenant_id": str(t), "value": v, "mode": m} for t, v, m in shadowed
-            ],
-            "shadowed_total": shadowed_total,
-        }
-        return document, (page[-1].tenant_id if more else None)
