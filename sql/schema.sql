@@ -392,12 +392,18 @@ BEGIN
     INSERT INTO context_revisions (revision, audit_ids, tenant_count)
     VALUES (rev, audits, 0);
     WITH
-    noted AS (
-        SELECT p.tenant_id, p.seq, p.what, p.path, p.active
+    notes AS (
+        SELECT p.tenant_id,
+               (array_agg(p.what ORDER BY p.seq))[1] AS first_what,
+               (array_agg(p.path ORDER BY p.seq))[1] AS first_path,
+               (array_agg(p.active ORDER BY p.seq))[1] AS first_active,
+               bool_or(p.what IN ('c', 'n', 's')) AS context
         FROM context_change_pending p
         WHERE p.xid = me AND p.tenant_id IS NOT NULL
-        UNION ALL
-        SELECT t.id, 9223372036854775807, 'c', t.ancestry_path, t.status = 'active'
+        GROUP BY p.tenant_id
+    ),
+    below AS (
+        SELECT DISTINCT c.descendant_id AS tenant_id
         FROM (SELECT DISTINCT p.tenant_id
               FROM context_change_pending p
               WHERE p.xid = me AND p.what = 's') AS s
@@ -406,23 +412,9 @@ BEGIN
             WHERE c.ancestor_id = s.tenant_id AND c.depth > 0
             OFFSET 0
         ) AS c
-        CROSS JOIN LATERAL (
-            SELECT t.id, t.ancestry_path, t.status FROM tenants t
-            WHERE t.id = c.descendant_id
-            OFFSET 0
-        ) AS t
-    ),
-    notes AS (
-        SELECT p.tenant_id,
-               (array_agg(p.what ORDER BY p.seq))[1] AS first_what,
-               (array_agg(p.path ORDER BY p.seq))[1] AS first_path,
-               (array_agg(p.active ORDER BY p.seq))[1] AS first_active,
-               bool_or(p.what IN ('c', 'n', 's')) AS context
-        FROM noted p
-        GROUP BY p.tenant_id
     ),
     classified AS (
-        SELECT n.tenant_id, t.id IS NOT NULL AS exists_now,
+        SELECT n.tenant_id,
                CASE WHEN t.status = 'active' THEN t.ancestry_path END AS path,
                CASE
                    WHEN n.first_what = 'n' AND t.id IS NULL THEN NULL  -- came and went
@@ -432,7 +424,7 @@ BEGIN
                    WHEN t.status <> 'active' THEN 'document'
                    WHEN n.first_what <> 'n' AND n.first_active
                         AND n.first_path <> t.ancestry_path THEN 'moved'
-                   WHEN n.context THEN 'context'
+                   WHEN n.context OR b.tenant_id IS NOT NULL THEN 'context'
                    ELSE 'document'
                END AS change,
                CASE WHEN n.first_what <> 'n' THEN n.first_path END AS before_path,
@@ -443,6 +435,20 @@ BEGIN
             WHERE t.id = n.tenant_id
             OFFSET 0
         ) AS t ON true
+        LEFT JOIN below b ON b.tenant_id = n.tenant_id
+        UNION ALL
+        SELECT b.tenant_id,
+               CASE WHEN t.status = 'active' THEN t.ancestry_path END,
+               CASE WHEN t.status = 'active' THEN 'context' ELSE 'document' END,
+               t.ancestry_path,
+               t.ancestry_path
+        FROM below b
+        CROSS JOIN LATERAL (
+            SELECT t.status, t.ancestry_path FROM tenants t
+            WHERE t.id = b.tenant_id
+            OFFSET 0
+        ) AS t
+        WHERE NOT EXISTS (SELECT 1 FROM notes n WHERE n.tenant_id = b.tenant_id)
     )
     INSERT INTO context_revision_tenants (revision, idx, tenant_id, change, path, left_path)
     SELECT rev,
@@ -1685,9 +1691,6 @@ ALTER TABLE ONLY public.config_schemas
 
 ALTER TABLE ONLY public.consents
     ADD CONSTRAINT consents_tenant_fk FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;
-
-ALTER TABLE ONLY public.context_revision_tenants
-    ADD CONSTRAINT context_revision_tenants_revision_fk FOREIGN KEY (revision) REFERENCES public.context_revisions(revision) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.permission_policies
     ADD CONSTRAINT permission_policies_tenant_fk FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE;

@@ -327,6 +327,10 @@ async def test_reset_when_the_log_has_moved_on(client, admin, db_conn) -> None:
     await db_conn.execute("UPDATE context_revisions SET committed_at = now() - interval '8 days'")
     resp = await client.post("/api/v1/maintenance/purge-expired", json={}, headers=admin)
     assert (await resp.json())["context_revisions"] == newest - 1  # the newest stays
+    # The removed revisions' tenant rows went with them.
+    assert await db_conn.fetchval(
+        "SELECT array_agg(DISTINCT revision) FROM context_revision_tenants"
+    ) == [newest]
     for position in ({"since": first}, {"Last-Event-ID": f"{first}:0"}):
         headers = {**admin, **{k: v for k, v in position.items() if k != "since"}}
         params = {k: v for k, v in position.items() if k == "since"}

@@ -233,3 +233,40 @@ async def test_revision_order_is_commit_order_under_concurrent_commits(
             start,
         )
     assert {str(r["tenant_id"]): r["n"] for r in rows} == dict.fromkeys(tenants, rounds)
+
+
+async def test_an_entry_change_logs_each_tenant_below_by_what_else_happened_to_it(
+    client, admin, db_conn
+) -> None:
+    """Below a changed entry: an active tenant's context changed; an archived one's only
+    its document; one whose own row the same transaction changed (a document-only
+    change alone) has a new context too, because the entry above it changed."""
+    a = await create_tenant(client, admin)
+    archived = await create_tenant(client, admin, parent_id=a["id"])
+    renamed = await create_tenant(client, admin, parent_id=a["id"])
+    plain = await create_tenant(client, admin, parent_id=a["id"])
+    await _write(client, "DELETE", f"/api/v1/tenants/{archived['id']}", admin)
+    before = await _current(client)
+    async with db_conn.transaction():
+        await db_conn.execute(
+            "UPDATE tenants SET name = 'Renamed' WHERE id = $1", UUID(renamed["id"])
+        )
+        await db_conn.execute(
+            "INSERT INTO config_entries (tenant_id, key, value) VALUES ($1, 'theme', '\"x\"')",
+            UUID(a["id"]),
+        )
+    assert await _current(client) == before + 1
+    assert sorted(await _log(client, before + 1)) == sorted([
+        (a["id"], "context", a["ancestry_path"], None),
+        (archived["id"], "document", None, None),
+        (renamed["id"], "context", renamed["ancestry_path"], None),
+        (plain["id"], "context", plain["ancestry_path"], None),
+    ])  # fmt: skip
+    # The field update alone changes the document only.
+    async with db_conn.transaction():
+        await db_conn.execute(
+            "UPDATE tenants SET name = 'Again' WHERE id = $1", UUID(renamed["id"])
+        )
+    assert await _log(client, before + 2) == [
+        (renamed["id"], "document", renamed["ancestry_path"], None)
+    ]

@@ -52,8 +52,8 @@ FROM context_revisions
 WHERE revision = :'revision'::bigint;
 
 -- name: delete_expired_revisions :value
--- Remove up to batch_size of the oldest revisions committed before cutoff (their
--- tenant rows go with them), always keeping the newest, and move the horizon past
+-- Remove up to batch_size of the oldest revisions committed before cutoff and their
+-- tenant rows, always keeping the newest, and move the horizon past
 -- them; how many were removed.
 WITH
 -- 1. The oldest expired revisions (context_revisions_pkey order), never the newest.
@@ -66,14 +66,21 @@ doomed AS (
     LIMIT :'batch_size'::integer
     FOR UPDATE SKIP LOCKED
 ),
--- 2. Gone, with their tenant rows (ON DELETE CASCADE).
+-- 2. Gone (context_revisions_pkey).
 removed AS (
     DELETE FROM context_revisions r
     USING doomed d
     WHERE r.revision = d.revision
     RETURNING r.revision
 ),
--- 3. The horizon: the newest revision removed.
+-- 3. Their tenant rows (context_revision_tenants_pkey ranges): no foreign key deletes
+--    them, since checking one per log row cost every write under the commit-order lock.
+removed_tenants AS (
+    DELETE FROM context_revision_tenants t
+    USING doomed d
+    WHERE t.revision = d.revision
+),
+-- 4. The horizon: the newest revision removed.
 moved AS (
     UPDATE context_revision_horizon h
     SET purged_through = greatest(h.purged_through, (SELECT max(revision) FROM removed))
