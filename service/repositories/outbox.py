@@ -36,39 +36,36 @@ class NewAuditEntry:
 
 
 class OutboxRepository(Repository):
-    _insert_events = NamedSql("insert_events")
-    _insert_audit = NamedSql("insert_audit_logs")
+    _insert_changes = NamedSql("insert_changes")
 
-    async def insert_events(
-        self, conn: asyncpg.Connection, events: Sequence[NewEvent], *, max_attempts: int
+    async def insert_changes(
+        self,
+        conn: asyncpg.Connection,
+        entries: Sequence[NewAuditEntry],
+        events: Sequence[NewEvent],
+        *,
+        max_attempts: int,
     ) -> int:
-        """Store events and queue their webhook deliveries; returns how many were queued."""
-        if not events:
+        """Store audit entries and events and queue the events' webhook deliveries, in one
+        statement; returns how many deliveries were queued."""
+        if not entries and not events:
             return 0
-        queued: int = await self._insert_events.value(
+        queued: int = await self._insert_changes.value(
             conn,
+            entry_ids=[e.id for e in entries],
+            entry_tenant_ids=[e.tenant_id for e in entries],
+            actor_ids=[e.actor_id for e in entries],
+            actor_types=[e.actor_type for e in entries],
+            actions=[e.action for e in entries],
+            resource_types=[e.resource_type for e in entries],
+            resource_ids=[e.resource_id for e in entries],
+            changes=[e.changes for e in entries],
+            request_ids=[e.request_id for e in entries],
+            ip_addresses=[e.ip_address for e in entries],
             event_ids=[e.id for e in events],
             event_types=[e.type for e in events],
-            tenant_ids=[e.tenant_id for e in events],
+            event_tenant_ids=[e.tenant_id for e in events],
             payloads=[e.payload for e in events],
             max_attempts=max_attempts,
         )
         return queued
-
-    async def insert_audit_logs(
-        self, conn: asyncpg.Connection, entries: Sequence[NewAuditEntry]
-    ) -> None:
-        if entries:
-            await self._insert_audit.exec(
-                conn,
-                entry_ids=[e.id for e in entries],
-                tenant_ids=[e.tenant_id for e in entries],
-                actor_ids=[e.actor_id for e in entries],
-                actor_types=[e.actor_type for e in entries],
-                actions=[e.action for e in entries],
-                resource_types=[e.resource_type for e in entries],
-                resource_ids=[e.resource_id for e in entries],
-                changes=[e.changes for e in entries],
-                request_ids=[e.request_id for e in entries],
-                ip_addresses=[e.ip_address for e in entries],
-            )

@@ -127,6 +127,7 @@ class TenantsRepository(Repository):
     _lock_roots_shared = NamedSql("lock_tree_roots_shared")
     _lock_roots_exclusive = NamedSql("lock_tree_roots_exclusive")
     _lock_nodes_shared = NamedSql("lock_tenant_nodes_shared")
+    _lock_with_root = NamedSql("lock_tenant_and_root_shared")
     _lock_node = NamedSql("lock_tenant_node")
     _existing_slugs = NamedSql("find_existing_slugs")
     _insert = NamedSql("insert_tenants")
@@ -188,6 +189,12 @@ class TenantsRepository(Repository):
         self, conn: asyncpg.Connection, ids: Sequence[UUID]
     ) -> dict[UUID, TenantNode]:
         return _nodes_by_id(await self._lock_nodes_shared.many(conn, tenant_ids=list(ids)))
+
+    async def lock_tenant_and_root_shared(
+        self, conn: asyncpg.Connection, tenant_id: UUID
+    ) -> dict[UUID, TenantNode]:
+        """The tenant and its tree's root, share-locked root first (one round trip)."""
+        return _nodes_by_id(await self._lock_with_root.many(conn, tenant_id=tenant_id))
 
     async def lock_tenant_node(
         self, conn: asyncpg.Connection, tenant_id: UUID

@@ -1,16 +1,30 @@
 -- The transactional outbox and the audit log: written in the transaction of the change.
 -- Each event fans out to its webhook deliveries in the statement that stores it.
 
--- name: insert_events :value
--- Append events from parallel arrays (id, type, tenant, payload) and, in the same
--- statement, one pending delivery (due now, max_attempts allowed) per matching active
--- webhook; wakes the delivery workers when the transaction commits. Returns how many
--- deliveries were queued.
-WITH new_events AS (
+-- name: insert_changes :value
+-- A change's audit entries (parallel arrays, one per changed resource) and its events
+-- (id, type, tenant, payload), and one pending delivery (due now, max_attempts allowed)
+-- per event and matching active webhook, in one statement; wakes the delivery workers
+-- when the transaction commits. Returns how many deliveries were queued.
+WITH
+new_audit AS (
+    -- the audit entries
+    INSERT INTO audit_logs (id, tenant_id, actor_id, actor_type, action, resource_type,
+                            resource_id, changes, request_id, ip_address)
+    SELECT a.id, a.tenant_id, a.actor_id, a.actor_type, a.action, a.resource_type,
+           a.resource_id, a.changes, a.request_id, a.ip_address
+    FROM unnest(:'entry_ids'::uuid[], :'entry_tenant_ids'::uuid[], :'actor_ids'::text[],
+                :'actor_types'::text[], :'actions'::text[], :'resource_types'::text[],
+                :'resource_ids'::text[], :'changes'::jsonb[], :'request_ids'::text[],
+                :'ip_addresses'::text[])
+         AS a(id, tenant_id, actor_id, actor_type, action, resource_type, resource_id,
+              changes, request_id, ip_address)
+),
+new_events AS (
     -- the events, stored
     INSERT INTO events (id, type, tenant_id, payload)
     SELECT e.id, e.type, e.tenant_id, e.payload
-    FROM unnest(:'event_ids'::uuid[], :'event_types'::text[], :'tenant_ids'::uuid[],
+    FROM unnest(:'event_ids'::uuid[], :'event_types'::text[], :'event_tenant_ids'::uuid[],
                 :'payloads'::jsonb[])
          AS e(id, type, tenant_id, payload)
     RETURNING id, type, tenant_id, payload
@@ -66,16 +80,3 @@ notified AS (
 )
 SELECT (SELECT count(*) FROM new_deliveries) AS deliveries,
        (SELECT count(*) FROM notified) AS woken;
-
--- name: insert_audit_logs :exec
--- Record audit entries from parallel arrays (one per changed resource).
-INSERT INTO audit_logs (id, tenant_id, actor_id, actor_type, action, resource_type,
-                        resource_id, changes, request_id, ip_address)
-SELECT a.id, a.tenant_id, a.actor_id, a.actor_type, a.action, a.resource_type,
-       a.resource_id, a.changes, a.request_id, a.ip_address
-FROM unnest(:'entry_ids'::uuid[], :'tenant_ids'::uuid[], :'actor_ids'::text[],
-            :'actor_types'::text[], :'actions'::text[], :'resource_types'::text[],
-            :'resource_ids'::text[], :'changes'::jsonb[], :'request_ids'::text[],
-            :'ip_addresses'::text[])
-     AS a(id, tenant_id, actor_id, actor_type, action, resource_type, resource_id, changes,
-          request_id, ip_address);

@@ -58,6 +58,25 @@ WHERE id = ANY(:'root_ids'::uuid[])
 ORDER BY id
 FOR UPDATE;
 
+-- name: lock_tenant_and_root_shared :many
+-- The tenant and the root of its tree, share-locked root first (the order writes lock
+-- roots and tenants in), with their positions: a move of the tree and an archive of the
+-- tenant wait. Two rows, one for a root, none when the tenant does not exist. A tenant
+-- moved to another tree before its lock comes back with its new path, whose root is not
+-- among the rows: the caller starts over. tenants_pkey probes.
+WITH
+-- 1. The root of the tenant's tree, as the statement's snapshot has it.
+seen AS (
+    SELECT split_part(s.ancestry_path, '/', 2)::uuid AS root_id
+    FROM tenants s
+    WHERE s.id = :'tenant_id'
+)
+SELECT t.id, t.parent_id, t.ancestry_path, t.depth, t.status, t.isolation_strategy, t.region
+FROM tenants t
+WHERE t.id = :'tenant_id' OR t.id = (SELECT root_id FROM seen)
+ORDER BY t.id = :'tenant_id'
+FOR SHARE OF t;
+
 -- name: lock_tenant_nodes_shared :many
 -- Shared lock on tenants (parents of new children) in id order; returns their positions.
 SELECT id, parent_id, ancestry_path, depth, status, isolation_strategy, region

@@ -44,37 +44,32 @@ class ChangeRecorder:
         audit: AuditRecord | Sequence[AuditRecord],
         events: Sequence[Event] = (),
     ) -> None:
-        """Audit entries (one per changed resource) and events, in the caller's transaction."""
-        records = [audit] if isinstance(audit, AuditRecord) else list(audit)
-        await self.outbox.insert_audit_logs(
-            conn,
-            [
-                NewAuditEntry(
-                    id=uuid7(),
-                    tenant_id=r.tenant_id,
-                    actor_id=actor.actor_id,
-                    actor_type=actor.actor_type,
-                    action=r.action,
-                    resource_type=r.resource_type,
-                    resource_id=opt_str(r.resource_id),
-                    changes=r.changes,
-                    request_id=actor.request_id,
-                    ip_address=actor.ip_address,
-                )
-                for r in records
-            ],
-        )
-        await self.emit(conn, events)
+        """Audit entries (one per changed resource) and events, in the caller's transaction.
 
-    async def emit(self, conn: asyncpg.Connection, events: Sequence[Event]) -> None:
-        """Write events to the outbox; every change that emits goes through here.
-
-        The same statement queues one delivery per matching active webhook, so a change
-        never commits without its deliveries (transactional outbox).
+        Every change that emits goes through here. The same statement queues one delivery
+        per matching active webhook, so a change never commits without its deliveries
+        (transactional outbox).
         """
+        records = [audit] if isinstance(audit, AuditRecord) else list(audit)
+        entries = [
+            NewAuditEntry(
+                id=uuid7(),
+                tenant_id=r.tenant_id,
+                actor_id=actor.actor_id,
+                actor_type=actor.actor_type,
+                action=r.action,
+                resource_type=r.resource_type,
+                resource_id=opt_str(r.resource_id),
+                changes=r.changes,
+                request_id=actor.request_id,
+                ip_address=actor.ip_address,
+            )
+            for r in records
+        ]
         try:
-            await self.outbox.insert_events(
+            await self.outbox.insert_changes(
                 conn,
+                entries,
                 [NewEvent(uuid7(), e.type, e.tenant_id, e.data) for e in events],
                 max_attempts=self.webhook_max_attempts,
             )

@@ -35,12 +35,9 @@ async def lock_tenant_for_entries(
     conn: asyncpg.Connection, tenants: TenantsRepository, principal: Principal, tenant_id: UUID
 ) -> TenantNode:
     """The tenant, share-locked with its tree root; 404 outside the subtree, 410 archived."""
-    seen = visible(principal, (await tenants.get_tenant_nodes(conn, [tenant_id])).get(tenant_id))
-    await tenants.lock_tree_roots_shared(conn, [seen.root_id])
-    node = visible(
-        principal, (await tenants.lock_tenant_nodes_shared(conn, [tenant_id])).get(tenant_id)
-    )
-    if node.root_id != seen.root_id:
+    locked = await tenants.lock_tenant_and_root_shared(conn, tenant_id)
+    node = visible(principal, locked.get(tenant_id))
+    if node.root_id not in locked:
         raise RetryTransaction  # moved to another tree before the lock
     return active(node)
 
