@@ -10,7 +10,9 @@ every JSON type, 4 permissions), loaded through the cache's own hydration from a
 scripted answer: the read path does not depend on where the contexts came from. Each round
 measures B_http and then each read (CPU time, time.process_time); a figure's ratio is the
 median over the rounds of its ratio to that round's B_http. Targets: a value read
-<= 0.05 x B_http, an evaluation <= 0.5 x.
+<= 0.05 x B_http, an evaluation <= 0.5 x. Two figures apart the evaluation: the provider
+alone (its resolve_string_details called directly) and the SDK's floor (the same
+evaluations through a provider that returns one prebuilt answer).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from typing import Any
 import httpx
 from openfeature import api as openfeature_api
 from openfeature.evaluation_context import EvaluationContext
+from openfeature.flag_evaluation import FlagResolutionDetails, Reason
+from openfeature.provider import AbstractProvider, Metadata
 
 from bench.baselines import create_baseline_app
 from bench.environment import PostgresServer
@@ -91,6 +95,47 @@ class _Idle(httpx.SyncByteStream):
         self.closed.set()
 
 
+class _Constant(AbstractProvider):
+    """One prebuilt answer for every flag: an evaluation through it is the SDK's own
+    pipeline and nothing else (the floor under any provider)."""
+
+    answer = FlagResolutionDetails(value="pro", reason=Reason.CACHED, flag_metadata={})
+
+    def get_metadata(self) -> Metadata:
+        return Metadata(name="constant")
+
+    def resolve_boolean_details(
+        self,
+        flag_key: str,
+        default_value: bool,
+        evaluation_context: EvaluationContext | None = None,
+    ) -> FlagResolutionDetails[bool]:
+        raise NotImplementedError
+
+    def resolve_string_details(
+        self, flag_key: str, default_value: str, evaluation_context: EvaluationContext | None = None
+    ) -> FlagResolutionDetails[str]:
+        return self.answer
+
+    def resolve_integer_details(
+        self, flag_key: str, default_value: int, evaluation_context: EvaluationContext | None = None
+    ) -> FlagResolutionDetails[int]:
+        raise NotImplementedError
+
+    def resolve_float_details(
+        self,
+        flag_key: str,
+        default_value: float,
+        evaluation_context: EvaluationContext | None = None,
+    ) -> FlagResolutionDetails[float]:
+        raise NotImplementedError
+
+    def resolve_object_details(
+        self, flag_key: str, default_value: Any, evaluation_context: EvaluationContext | None = None
+    ) -> FlagResolutionDetails[Any]:
+        raise NotImplementedError
+
+
 def per_call(work: Callable[[int], None], count: int, rounds: int) -> float:
     """Median CPU microseconds per call over `rounds` rounds of `count` calls."""
     work(min(count, 10_000))
@@ -128,6 +173,15 @@ def client_figures(
             for tenant_id, key in string_picks:
                 flags.get_string_value(key, "free", EvaluationContext(tenant_id))
 
+    openfeature_api.set_provider_and_wait(_Constant(), domain="bench-floor")
+    floor_flags = openfeature_api.get_client("bench-floor")
+
+    def floor(n: int) -> None:
+        # The same calls through the SDK with a provider that does nothing.
+        for _ in range(n // len(picks)):
+            for tenant_id, key in string_picks:
+                floor_flags.get_string_value(key, "free", EvaluationContext(tenant_id))
+
     contexts = [(EvaluationContext(tenant_id), key) for tenant_id, key in string_picks]
 
     def resolve(n: int) -> None:
@@ -139,7 +193,8 @@ def client_figures(
     evaluations = max(reads // 10 // len(picks), 1) * len(picks)
     reads = max(reads // len(picks), 1) * len(picks)
     figures: dict[str, list[float]] = {
-        "B_http": [], "cache_read": [], "openfeature_evaluation": [], "provider_resolve_alone": []
+        "B_http": [], "cache_read": [], "openfeature_evaluation": [], "provider_resolve_alone": [],
+        "openfeature_sdk_floor": [],
     }  # fmt: skip
     try:
         for _ in range(rounds):
@@ -147,6 +202,7 @@ def client_figures(
             figures["cache_read"].append(per_call(read, reads, 1))
             figures["openfeature_evaluation"].append(per_call(evaluate, evaluations, 1))
             figures["provider_resolve_alone"].append(per_call(resolve, evaluations, 1))
+            figures["openfeature_sdk_floor"].append(per_call(floor, evaluations, 1))
         return figures
     finally:
         openfeature_api.clear_providers()
@@ -181,7 +237,8 @@ def main(argv: list[str] | None = None) -> None:
             lambda: b_http(server.admin_dsn, args.requests, 1),
         )  # fmt: skip
     targets = {"cache_read": READ_TARGET, "openfeature_evaluation": EVALUATION_TARGET,
-               "provider_resolve_alone": EVALUATION_TARGET}  # fmt: skip
+               "provider_resolve_alone": EVALUATION_TARGET,
+               "openfeature_sdk_floor": EVALUATION_TARGET}  # fmt: skip
     baseline = figures.pop("B_http")
     print(f"{'measure':26} {'median us':>10} {'x B_http':>9} {'range':>17} {'target':>7}  met")
     print(f"{'B_http (in process)':26} {statistics.median(baseline):10.3f} {1.0:9.4f}")

@@ -105,6 +105,13 @@ def make_cache(scripted: Scripted, changes: list[tuple[str, Any, Any]]) -> Conte
     )  # fmt: skip
 
 
+def assert_configs_follow(cache: ContextCache) -> None:
+    # The OpenFeature provider reads the resolved config through this index.
+    configs = {tenant: context["resolved_config"] for tenant, context in cache.snapshot().items()}
+    assert cache._configs.keys() == configs.keys()
+    assert all(cache._configs[tenant] is configs[tenant] for tenant in configs)
+
+
 def test_resumes_from_the_last_event_id(scripted: Scripted) -> None:
     a, b = context("a", plan="free"), context("b", plan="pro")
     a2 = context("a", plan="pro")
@@ -129,6 +136,7 @@ def test_resumes_from_the_last_event_id(scripted: Scripted) -> None:
         assert cache.revision == 7
         assert cache.value("a", "plan") == "pro"
         assert cache.staleness < WAIT
+        assert_configs_follow(cache)
     assert changes == [("a", a, a2), ("b", b, None)]
 
 
@@ -146,6 +154,7 @@ def test_reset_rehydrates_and_follows_from_the_new_revision(scripted: Scripted) 
         assert "Last-Event-ID" not in second.headers
         assert cache.snapshot() == {"a": a2, "c": c}
         assert cache.resets == 1
+        assert_configs_follow(cache)
     assert sorted(changes, key=lambda change: change[0]) == [
         ("a", a, a2), ("b", b, None), ("c", None, c),
     ]  # fmt: skip

@@ -16,7 +16,13 @@ from openfeature.client import OpenFeatureClient
 from openfeature.evaluation_context import EvaluationContext
 from openfeature.event import EventDetails, ProviderEvent
 from openfeature.exception import ErrorCode
-from openfeature.flag_evaluation import Reason
+from openfeature.flag_evaluation import (
+    FlagEvaluationDetails,
+    FlagResolutionDetails,
+    FlagValueType,
+    Reason,
+)
+from openfeature.hook import Hook, HookContext, HookHints
 
 from tenant_context import Client, ContextCache
 from tenant_context.models import TenantContext
@@ -107,6 +113,80 @@ def test_error_codes_give_the_default(flags: OpenFeatureClient, tree: dict[str, 
     assert (stranger.value, stranger.error_code) == ("free", ErrorCode.INVALID_CONTEXT)
     no_policy = flags.get_boolean_details("permission/nope", False, child)
     assert (no_policy.value, no_policy.error_code) == (False, ErrorCode.FLAG_NOT_FOUND)
+
+
+def test_resolutions_convert_as_the_sdk_converts(
+    provider: TenantContextProvider, tree: dict[str, str]
+) -> None:
+    # The provider builds its results positionally (docs/performance.md): the fields must
+    # be the ones the keywords would set, and the conversion the SDK's own.
+    child = of(tree["child"])
+    resolutions: list[FlagResolutionDetails[object]] = [
+        provider.resolve_string_details("plan", "free", child),
+        provider.resolve_integer_details("seats", 0, child),
+        provider.resolve_float_details("seats", 0.0, child),  # through _resolve
+        provider.resolve_boolean_details("beta", False, child),
+        provider.resolve_object_details("limits", {}, child),
+        provider.resolve_boolean_details("permission/billing.write", False, child),
+    ]
+    expected = [
+        ("pro", False), (9, False), (9.0, False), (True, True), (None, False), (True, True),
+    ]  # fmt: skip
+    for resolution, (value, locked) in zip(resolutions, expected, strict=True):
+        assert isinstance(resolution, FlagResolutionDetails)
+        assert (resolution.error_code, resolution.error_message) == (None, None)
+        assert (resolution.reason, resolution.variant) == (Reason.CACHED, None)
+        if value is not None:
+            assert resolution.value == value
+            assert type(resolution.value) is type(value)
+        assert resolution.flag_metadata["locked"] is locked
+        sdk = FlagResolutionDetails.to_flag_evaluation_details(resolution, "k")
+        ours = resolution.to_flag_evaluation_details("k")
+        assert type(ours) is FlagEvaluationDetails
+        assert vars(ours) == vars(sdk)
+
+
+class Recorder(Hook):
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    def before(self, hook_context: HookContext, hints: HookHints) -> EvaluationContext | None:
+        self.calls.append(("before", hook_context.flag_key))
+        return None
+
+    def after(
+        self,
+        hook_context: HookContext,
+        details: FlagEvaluationDetails[FlagValueType],
+        hints: HookHints,
+    ) -> None:
+        self.calls.append(("after", repr(details.value)))
+
+    def error(self, hook_context: HookContext, exception: Exception, hints: HookHints) -> None:
+        self.calls.append(("error", type(exception).__name__))
+
+    def finally_after(
+        self,
+        hook_context: HookContext,
+        details: FlagEvaluationDetails[FlagValueType],
+        hints: HookHints,
+    ) -> None:
+        self.calls.append(("finally", str(details.error_code)))
+
+
+def test_hooks_a_user_adds_still_run(provider: TenantContextProvider, tree: dict[str, str]) -> None:
+    assert provider.get_provider_hooks() == []
+    hook = Recorder()
+    flags = openfeature_api.get_client(DOMAIN)
+    flags.add_hooks([hook])
+    assert flags.get_string_value("plan", "free", of(tree["child"])) == "pro"
+    assert hook.calls == [("before", "plan"), ("after", "'pro'"), ("finally", "None")]
+    hook.calls.clear()
+    assert flags.get_string_value("no_such_key", "free", of(tree["child"])) == "free"
+    assert hook.calls == [
+        ("before", "no_such_key"), ("error", "FlagNotFoundError"),
+        ("finally", "FLAG_NOT_FOUND"),
+    ]  # fmt: skip
 
 
 def test_a_change_reaches_the_evaluation(

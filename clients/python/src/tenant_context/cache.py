@@ -25,7 +25,7 @@ import httpx
 from tenant_context._core import CONSISTENCY_TOKEN, error_of, parse_retry_after
 from tenant_context.client import Client
 from tenant_context.errors import ApiError, NotFoundError
-from tenant_context.models import TenantContext
+from tenant_context.models import ResolvedConfigEntry, TenantContext
 from tenant_context.sse import Event, Parser
 
 log = logging.getLogger("tenant_context.cache")
@@ -60,6 +60,9 @@ class ContextCache:
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self._contexts: dict[str, TenantContext] = {}
+        # Each tenant's resolved_config, kept beside _contexts (the same dicts): the
+        # OpenFeature provider reads an entry with one look-up fewer per evaluation.
+        self._configs: dict[str, dict[str, ResolvedConfigEntry]] = {}
         self._revisions: dict[str, int] = {}
         self._revision = 0
         # Every revision up to this one is applied whole (an event of a later revision
@@ -203,9 +206,11 @@ class ContextCache:
         meta = self.client.last_response
         revision = meta.revision if meta is not None and meta.revision is not None else 0
         fresh = {context["tenant_id"]: context for context in contexts}
+        configs = {tenant_id: context["resolved_config"] for tenant_id, context in fresh.items()}
         old = self._contexts
         with self._changed:
             self._contexts = fresh
+            self._configs = configs
             self._revisions = {}
             self._revision = max(self._revision, revision)
             self._complete = max(self._complete, revision)
@@ -313,8 +318,10 @@ class ContextCache:
                 new: TenantContext | None = data["context"] if event.event == "context" else None
                 if new is None:
                     self._contexts.pop(tenant_id, None)
+                    self._configs.pop(tenant_id, None)
                 else:
                     self._contexts[tenant_id] = new
+                    self._configs[tenant_id] = new["resolved_config"]
                 self._revisions[tenant_id] = revision
                 if revision > self._revision:
                     self._complete = max(self._complete, revision - 1)
