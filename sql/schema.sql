@@ -5,7 +5,6 @@
 
 CREATE FUNCTION public.announce_entry_changes() RETURNS trigger
     LANGUAGE plpgsql
-    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
     touched uuid[];
@@ -371,6 +370,8 @@ $$;
 
 CREATE FUNCTION public.commit_context_revision() RETURNS trigger
     LANGUAGE plpgsql
+    SET enable_nestloop TO 'off'
+    SET jit TO 'off'
     AS $$
 DECLARE
     me       xid8 := pg_current_xact_id();
@@ -634,7 +635,6 @@ $$;
 CREATE FUNCTION public.note_entry_changes() RETURNS trigger
     LANGUAGE plpgsql
     SET enable_nestloop TO 'off'
-    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
     touched uuid[];

@@ -11,11 +11,19 @@
 -- per tenant of a changed subtree) inside that statement. Retention deletes the rows
 -- with their revision (sql/queries/revisions.sql, delete_expired_revisions), and only
 -- commit_context_revision writes them, after the revision's own row.
+--
+-- The noted tenants and those below are joined to each other (both sides of a seed or a
+-- large move hold a row per tenant), so the function runs with nested loops off again:
+-- its plan is kept for the connection, made for whatever notes came first. Its tenant
+-- lookups stay per-row probes (LATERAL ... OFFSET 0 cannot be anything else), whose
+-- forbidden-nested-loop cost no longer JIT-compiles the statement: jit is off for it.
 
 ALTER TABLE context_revision_tenants DROP CONSTRAINT context_revision_tenants_revision_fk;
 
 CREATE OR REPLACE FUNCTION commit_context_revision() RETURNS trigger
 LANGUAGE plpgsql
+SET enable_nestloop = off
+SET jit = off
 AS $$
 DECLARE
     me       xid8 := pg_current_xact_id();
