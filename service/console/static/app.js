@@ -212,13 +212,14 @@ async function start() {
   };
   showDraft(draftChanges());
   onDraftChange(showDraft);
-  app = {
+  const session = {
     tree, nav, view, notify, scopes: null, me: null, started: false,
     navigate(hash) {
       if (window.location.hash === hash) route();
       else window.location.hash = hash;
     },
   };
+  app = session;
   fill(root,
     h("header.top", {},
       h("a.brand", { href: "#/" }, "Tenant Hierarchy Console"),
@@ -230,18 +231,22 @@ async function start() {
     h("div.layout", {}, h("aside.sidebar", {}, tree.element), view));
   try {
     const { data: me } = await keep("/me");
-    app.me = me;
-    app.scopes = me.scopes;
+    // Signed out (or in again) while it loaded: this session's page is gone.
+    if (app !== session) return;
+    session.me = me;
+    session.scopes = me.scopes;
     identity.textContent = identityText(me, credential);
     identity.title = `${me.kind === "api_key" ? "API key" : "token"} ${me.id}`;
   } catch (err) {
     if (err.status === 401) return; // signed out by the listener below
     // An older service without /api/v1/me, or a credential without read: offer every page.
   }
-  fill(nav, SECTIONS.filter((s) => !app.scopes || usable(s, app.scopes))
+  if (app !== session) return;
+  fill(nav, SECTIONS.filter((s) => !session.scopes || usable(s, session.scopes))
     .map((s) => h("a", { href: s.hash }, s.label)));
   tree.reload().then(() => {
-    app.started = true;
+    if (app !== session) return; // signed out before the tree loaded
+    session.started = true;
     return route();
   });
 }
