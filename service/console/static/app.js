@@ -77,12 +77,14 @@ function homeView(view) {
     on: {
       submit: async (event) => {
         event.preventDefault();
+        const session = app;
         try {
           const { data } = await post("/tenants", { name: name.value, slug: slug.value });
+          if (app !== session) return; // signed out meanwhile
           remember([data]);
-          app.notify(`Created root “${data.name}”.`, "success");
-          await app.tree.reload();
-          app.navigate(`#/tenants/${data.id}`);
+          session.notify(`Created root “${data.name}”.`, "success");
+          await session.tree.reload();
+          if (app === session) session.navigate(`#/tenants/${data.id}`);
         } catch (err) {
           message.show(`Cannot create: ${err.describe()}`, "error");
         }
@@ -113,6 +115,8 @@ async function route() {
   // Until start() knows the credential's scopes it routes nothing: it routes once, to
   // the hash of that moment, so a page is never drawn twice or with the wrong scopes.
   if (!app || !app.started) return;
+  // The pages below run for a while; the user may sign out meanwhile (app turns null).
+  const session = app;
   leavePage();
   const hash = window.location.hash || "#/";
   const parts = hash.slice(1).split("/").filter(Boolean);
@@ -146,7 +150,7 @@ async function route() {
   } else {
     homeView(view);
   }
-  if (app.view.contains(view)) app.view.focus({ preventScroll: true });
+  if (app === session && session.view.contains(view)) session.view.focus({ preventScroll: true });
 }
 
 // Notices live in a strip of their own under the header, never over the page's
