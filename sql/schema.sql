@@ -378,6 +378,7 @@ DECLARE
     rev      bigint;
     audits   uuid[];
     counted  integer;
+    grouped  integer;
 BEGIN
     DELETE FROM context_change_marks WHERE xid = me;
     IF NOT EXISTS (SELECT 1 FROM context_change_pending
@@ -390,8 +391,7 @@ BEGIN
     SELECT coalesce(array_agg(audit_id ORDER BY audit_id), '{}') INTO audits
     FROM context_change_pending
     WHERE xid = me AND what = 'a';
-    INSERT INTO context_revisions (revision, audit_ids, tenant_count)
-    VALUES (rev, audits, 0);
+    INSERT INTO context_revision_tenants (revision, idx, tenant_id, change, path, left_path)
     WITH
     notes AS (
         SELECT p.tenant_id,
@@ -402,17 +402,6 @@ BEGIN
         FROM context_change_pending p
         WHERE p.xid = me AND p.tenant_id IS NOT NULL
         GROUP BY p.tenant_id
-    ),
-    below AS (
-        SELECT DISTINCT c.descendant_id AS tenant_id
-        FROM (SELECT DISTINCT p.tenant_id
-              FROM context_change_pending p
-              WHERE p.xid = me AND p.what = 's') AS s
-        CROSS JOIN LATERAL (
-            SELECT c.descendant_id FROM tenant_closure c
-            WHERE c.ancestor_id = s.tenant_id AND c.depth > 0
-            OFFSET 0
-        ) AS c
     ),
     classified AS (
         SELECT n.tenant_id,
@@ -425,7 +414,16 @@ BEGIN
                    WHEN t.status <> 'active' THEN 'document'
                    WHEN n.first_what <> 'n' AND n.first_active
                         AND n.first_path <> t.ancestry_path THEN 'moved'
-                   WHEN n.context OR b.tenant_id IS NOT NULL THEN 'context'
+                   WHEN n.context THEN 'context'
+                   WHEN EXISTS (
+                       SELECT 1
+                       FROM unnest(string_to_array(t.ancestry_path, '/')) AS a(id)
+                       WHERE a.id <> '' AND a.id <> n.tenant_id::text
+                         AND EXISTS (SELECT 1 FROM context_change_pending s
+                                     WHERE s.xid = me AND s.tenant_id = a.id::uuid
+                                       AND s.what = 's'
+                                     OFFSET 0)
+                   ) THEN 'context'
                    ELSE 'document'
                END AS change,
                CASE WHEN n.first_what <> 'n' THEN n.first_path END AS before_path,
@@ -436,22 +434,7 @@ BEGIN
             WHERE t.id = n.tenant_id
             OFFSET 0
         ) AS t ON true
-        LEFT JOIN below b ON b.tenant_id = n.tenant_id
-        UNION ALL
-        SELECT b.tenant_id,
-               CASE WHEN t.status = 'active' THEN t.ancestry_path END,
-               CASE WHEN t.status = 'active' THEN 'context' ELSE 'document' END,
-               t.ancestry_path,
-               t.ancestry_path
-        FROM below b
-        CROSS JOIN LATERAL (
-            SELECT t.status, t.ancestry_path FROM tenants t
-            WHERE t.id = b.tenant_id
-            OFFSET 0
-        ) AS t
-        WHERE NOT EXISTS (SELECT 1 FROM notes n WHERE n.tenant_id = b.tenant_id)
     )
-    INSERT INTO context_revision_tenants (revision, idx, tenant_id, change, path, left_path)
     SELECT rev,
            (row_number() OVER (ORDER BY coalesce(c.now_path, c.before_path), c.tenant_id))::integer - 1,
            c.tenant_id, c.change, c.path,
@@ -459,7 +442,55 @@ BEGIN
     FROM classified c
     WHERE c.change IS NOT NULL;
     GET DIAGNOSTICS counted = ROW_COUNT;
-    UPDATE context_revisions SET tenant_count = counted WHERE revision = rev;
+    INSERT INTO context_revision_tenants (revision, idx, tenant_id, change, path, members)
+    WITH
+    anchors AS (
+        SELECT s.tenant_id, t.ancestry_path
+        FROM (SELECT DISTINCT p.tenant_id
+              FROM context_change_pending p
+              WHERE p.xid = me AND p.what = 's') AS s
+        CROSS JOIN LATERAL (
+            SELECT t.ancestry_path FROM tenants t
+            WHERE t.id = s.tenant_id
+            OFFSET 0
+        ) AS t
+        WHERE NOT EXISTS (
+            SELECT 1
+            FROM unnest(string_to_array(t.ancestry_path, '/')) AS a(id)
+            WHERE a.id <> '' AND a.id <> s.tenant_id::text
+              AND EXISTS (SELECT 1 FROM context_change_pending o
+                          WHERE o.xid = me AND o.tenant_id = a.id::uuid AND o.what = 's'
+                          OFFSET 0)
+        )
+    ),
+    groups AS (
+        SELECT a.tenant_id, a.ancestry_path,
+               ARRAY(SELECT d.id
+                     FROM tenants d
+                     WHERE d.ancestry_path > a.ancestry_path || '/'
+                       AND d.ancestry_path < a.ancestry_path || '0'
+                       AND d.status = 'active'
+                       AND NOT EXISTS (SELECT 1 FROM context_change_pending p
+                                       WHERE p.xid = me AND p.tenant_id = d.id
+                                       OFFSET 0)
+                     ORDER BY d.ancestry_path) AS members
+        FROM anchors a
+    ),
+    placed AS (
+        SELECT g.tenant_id, g.ancestry_path, g.members,
+               counted + coalesce(sum(cardinality(g.members)) OVER (
+                   ORDER BY g.ancestry_path ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+               ), 0)::integer AS idx
+        FROM groups g
+        WHERE cardinality(g.members) > 0
+    )
+    SELECT rev, p.idx, p.tenant_id, 'below', p.ancestry_path, p.members
+    FROM placed p;
+    SELECT coalesce(sum(cardinality(r.members)), 0)::integer INTO grouped
+    FROM context_revision_tenants r
+    WHERE r.revision = rev AND r.idx >= counted;
+    INSERT INTO context_revisions (revision, audit_ids, tenant_count)
+    VALUES (rev, audits, counted + grouped);
     DELETE FROM context_change_pending WHERE xid = me;
     PERFORM pg_notify('tenant_service_revisions', rev::text);
     RETURN NULL;
@@ -1135,7 +1166,9 @@ CREATE TABLE public.context_revision_tenants (
     change text NOT NULL,
     path text COLLATE pg_catalog."C",
     left_path text COLLATE pg_catalog."C",
-    CONSTRAINT context_revision_tenants_change_check CHECK ((change = ANY (ARRAY['context'::text, 'document'::text, 'moved'::text, 'archived'::text, 'purged'::text])))
+    members uuid[],
+    CONSTRAINT context_revision_tenants_change_check CHECK ((change = ANY (ARRAY['context'::text, 'document'::text, 'moved'::text, 'archived'::text, 'purged'::text, 'below'::text]))),
+    CONSTRAINT context_revision_tenants_members_check CHECK (((change = 'below'::text) = (members IS NOT NULL)))
 );
 
 CREATE TABLE public.context_revisions (

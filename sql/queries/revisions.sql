@@ -18,31 +18,87 @@ FROM context_revision_horizon h;
 -- One page of the log after the position (after_revision, after_idx) up to
 -- through_revision, of tenants that are (path) or were (left_path) at or below root_id
 -- and scope_id (NULL: no scope), in revision then index order; document-only rows are
--- left out. context_revision_tenants_pkey range.
-SELECT r.revision, r.idx, r.tenant_id, r.change,
-       coalesce(strpos(r.path || '/', '/' || :'root_id'::text || '/') > 0
-                AND (:'scope_id'::text IS NULL
-                     OR strpos(r.path || '/', '/' || :'scope_id'::text || '/') > 0),
-                false) AS inside
-FROM context_revision_tenants r
-WHERE (r.revision, r.idx) > (:'after_revision'::bigint, :'after_idx'::integer)
-  AND r.revision <= :'through_revision'::bigint
-  AND r.change <> 'document'
-  AND ((strpos(r.path || '/', '/' || :'root_id'::text || '/') > 0
-        AND (:'scope_id'::text IS NULL
-             OR strpos(r.path || '/', '/' || :'scope_id'::text || '/') > 0))
-       OR (strpos(r.left_path || '/', '/' || :'root_id'::text || '/') > 0
-           AND (:'scope_id'::text IS NULL
-                OR strpos(r.left_path || '/', '/' || :'scope_id'::text || '/') > 0)))
-ORDER BY r.revision, r.idx
+-- left out. A group row (change 'below', migration 0052) stands for its members at
+-- idx, idx + 1, ...: each is a 'context' row of a tenant inside the subtree.
+WITH
+-- 1. The root and the scope where they are now (tenants_pkey): a group whose anchor is
+--    above them holds some tenants inside them.
+place AS (
+    SELECT (SELECT t.ancestry_path FROM tenants t
+            WHERE t.id = :'root_id'::uuid) AS root_path,
+           (SELECT t.ancestry_path FROM tenants t
+            WHERE t.id = :'scope_id'::uuid) AS scope_path
+),
+-- 2. The log rows from the one holding the position on (context_revision_tenants_pkey
+--    range; a group that starts before the position may hold tenants after it), of
+--    tenants inside or leaving the subtree, and groups anchored inside or above it.
+logged AS (
+    SELECT r.revision, r.idx, r.tenant_id, r.change, r.members,
+           coalesce(strpos(r.path || '/', '/' || :'root_id'::text || '/') > 0
+                    AND (:'scope_id'::text IS NULL
+                         OR strpos(r.path || '/', '/' || :'scope_id'::text || '/') > 0),
+                    false) AS inside
+    FROM context_revision_tenants r
+    CROSS JOIN place p
+    WHERE (r.revision, r.idx) >= (
+              :'after_revision'::bigint,
+              coalesce((SELECT max(h.idx) FROM context_revision_tenants h
+                        WHERE h.revision = :'after_revision'::bigint
+                          AND h.idx <= :'after_idx'::integer), 0))
+      AND r.revision <= :'through_revision'::bigint
+      AND r.change <> 'document'
+      AND ((strpos(r.path || '/', '/' || :'root_id'::text || '/') > 0
+            AND (:'scope_id'::text IS NULL
+                 OR strpos(r.path || '/', '/' || :'scope_id'::text || '/') > 0))
+           OR (strpos(r.left_path || '/', '/' || :'root_id'::text || '/') > 0
+               AND (:'scope_id'::text IS NULL
+                    OR strpos(r.left_path || '/', '/' || :'scope_id'::text || '/') > 0))
+           OR (r.change = 'below'
+               AND (strpos(r.path || '/', '/' || :'root_id'::text || '/') > 0
+                    OR strpos(p.root_path || '/', '/' || r.tenant_id::text || '/') > 0)
+               AND (:'scope_id'::text IS NULL
+                    OR strpos(r.path || '/', '/' || :'scope_id'::text || '/') > 0
+                    OR strpos(p.scope_path || '/', '/' || r.tenant_id::text || '/') > 0)))
+)
+-- 3. One row per tenant: a group's members in order, each after the position; when the
+--    group's anchor is not inside the subtree (it is above the root or the scope), only
+--    the members inside it now (tenants_pkey).
+SELECT l.revision, l.idx + m.ord::integer - 1 AS idx, m.tenant_id,
+       CASE WHEN l.change = 'below' THEN 'context' ELSE l.change END AS change,
+       l.inside OR l.change = 'below' AS inside
+FROM logged l
+CROSS JOIN LATERAL unnest(
+    CASE WHEN l.change = 'below' THEN l.members ELSE ARRAY[l.tenant_id] END
+) WITH ORDINALITY AS m(tenant_id, ord)
+WHERE (l.revision, l.idx + m.ord::integer - 1)
+          > (:'after_revision'::bigint, :'after_idx'::integer)
+  AND (l.change <> 'below'
+       OR l.inside
+       OR EXISTS (SELECT 1 FROM tenants t
+                  WHERE t.id = m.tenant_id
+                    AND strpos(t.ancestry_path || '/', '/' || :'root_id'::text || '/') > 0
+                    AND (:'scope_id'::text IS NULL
+                         OR strpos(t.ancestry_path || '/',
+                                   '/' || :'scope_id'::text || '/') > 0)))
+ORDER BY l.revision, l.idx, m.ord
 LIMIT :'page_size'::integer;
 
 -- name: list_revision_tenants :many
--- The log of one revision: each tenant it changed, in index order (tests, tools).
-SELECT r.idx, r.tenant_id, r.change, r.path, r.left_path
+-- The log of one revision: each tenant it changed, in index order (tests, tools). A
+-- group's members are 'context' rows, with the path each has now (the log keeps only
+-- their anchor's).
+SELECT r.idx + m.ord::integer - 1 AS idx, m.tenant_id,
+       CASE WHEN r.change = 'below' THEN 'context' ELSE r.change END AS change,
+       CASE WHEN r.change = 'below'
+            THEN (SELECT t.ancestry_path FROM tenants t WHERE t.id = m.tenant_id)
+            ELSE r.path END AS path,
+       r.left_path
 FROM context_revision_tenants r
+CROSS JOIN LATERAL unnest(
+    CASE WHEN r.change = 'below' THEN r.members ELSE ARRAY[r.tenant_id] END
+) WITH ORDINALITY AS m(tenant_id, ord)
 WHERE r.revision = :'revision'::bigint
-ORDER BY r.idx;
+ORDER BY r.idx, m.ord;
 
 -- name: get_revision :one
 -- One revision's row: when it committed, its audit entries and how many tenants it
