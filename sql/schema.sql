@@ -379,6 +379,7 @@ DECLARE
     audits   uuid[];
     counted  integer;
     grouped  integer;
+    noted    uuid[];
 BEGIN
     DELETE FROM context_change_marks WHERE xid = me;
     IF NOT EXISTS (SELECT 1 FROM context_change_pending
@@ -442,6 +443,11 @@ BEGIN
     FROM classified c
     WHERE c.change IS NOT NULL;
     GET DIAGNOSTICS counted = ROW_COUNT;
+    IF counted <= 64 THEN
+        SELECT coalesce(array_agg(DISTINCT p.tenant_id), '{}') INTO noted
+        FROM context_change_pending p
+        WHERE p.xid = me AND p.tenant_id IS NOT NULL;
+    END IF;
     INSERT INTO context_revision_tenants (revision, idx, tenant_id, change, path, members)
     WITH
     anchors AS (
@@ -463,17 +469,19 @@ BEGIN
                           OFFSET 0)
         )
     ),
-    groups AS (
+    groups AS MATERIALIZED (
         SELECT a.tenant_id, a.ancestry_path,
-               ARRAY(SELECT d.id
-                     FROM tenants d
-                     WHERE d.ancestry_path > a.ancestry_path || '/'
-                       AND d.ancestry_path < a.ancestry_path || '0'
-                       AND d.status = 'active'
-                       AND NOT EXISTS (SELECT 1 FROM context_change_pending p
-                                       WHERE p.xid = me AND p.tenant_id = d.id
-                                       OFFSET 0)
-                     ORDER BY d.ancestry_path) AS members
+               ARRAY(SELECT c.descendant_id
+                     FROM tenant_closure c
+                     WHERE c.ancestor_id = a.tenant_id AND c.depth > 0
+                       AND CASE WHEN noted IS NOT NULL
+                                THEN c.descendant_id <> ALL (noted)
+                                ELSE NOT EXISTS (
+                                    SELECT 1 FROM context_change_pending p
+                                    WHERE p.xid = me AND p.tenant_id = c.descendant_id
+                                    OFFSET 0)
+                           END
+                     ORDER BY c.depth, c.descendant_id) AS members
         FROM anchors a
     ),
     placed AS (

@@ -47,7 +47,12 @@ async def _write_entries(db_conn: Any, *tenant_ids: str) -> int:
     return await _revision(db_conn)
 
 
-def _depth_first(t: dict[str, dict[str, Any]], names: list[str]) -> list[str]:
+def _nearest_first(t: dict[str, dict[str, Any]], names: list[str]) -> list[str]:
+    """A group's order: by depth below its anchor, then by id."""
+    return [t[n]["id"] for n in sorted(names, key=lambda n: (t[n]["depth"], t[n]["id"]))]
+
+
+def _by_path(t: dict[str, dict[str, Any]], names: list[str]) -> list[str]:
     return [t[n]["id"] for n in sorted(names, key=lambda n: t[n]["ancestry_path"])]
 
 
@@ -66,14 +71,14 @@ async def test_a_write_logs_the_tenants_below_as_one_group_in_path_order(
         (0, t["T"]["id"], "context"),
         (1, t["T"]["id"], "below"),
     ]
-    assert [str(m) for m in rows[1]["members"]] == _depth_first(t, below)
+    assert [str(m) for m in rows[1]["members"]] == _nearest_first(t, below)
     assert rows[1]["path"] == t["T"]["ancestry_path"]
     count = await db_conn.fetchval(
         "SELECT tenant_count FROM context_revisions WHERE revision = $1", revision
     )
     assert count == 7
-    # Read back: one position per tenant, the written one first, a parent before its
-    # children.
+    # Read back: one position per tenant, the written one first, then the group (a
+    # parent before its children).
     repo = client.app[REPOSITORIES].revisions
     logged = await client.app[DATABASE].run(lambda c: repo.list_revision_tenants(c, revision))
     assert [(r.idx, str(r.tenant_id), r.change, r.path) for r in logged] == [
@@ -81,7 +86,7 @@ async def test_a_write_logs_the_tenants_below_as_one_group_in_path_order(
         for i, (tenant_id, path) in enumerate(
             [(t["T"]["id"], t["T"]["ancestry_path"])]
             + [(t[n]["id"], t[n]["ancestry_path"])
-               for n in sorted(below, key=lambda n: t[n]["ancestry_path"])]
+               for n in sorted(below, key=lambda n: (t[n]["depth"], t[n]["id"]))]
         )
     ]  # fmt: skip
 
@@ -96,8 +101,8 @@ async def test_a_write_above_and_below_in_one_transaction_logs_each_tenant_once(
     ids = [str(r.tenant_id) for r in logged]
     # The written tenants first (path order), then the one group: A1's subtree lies in
     # T's, so A11 is there once; U has nothing below it.
-    written = _depth_first(t, ["T", "A1", "U"])
-    assert ids == written + _depth_first(t, ["A", "A11", "A2", "B", "B1"])
+    written = _by_path(t, ["T", "A1", "U"])
+    assert ids == written + _nearest_first(t, ["A", "A11", "A2", "B", "B1"])
     assert [r.idx for r in logged] == list(range(len(ids)))
     groups = await db_conn.fetchval(
         "SELECT count(*) FROM context_revision_tenants WHERE revision = $1 AND change = 'below'",

@@ -238,10 +238,9 @@ async def test_revision_order_is_commit_order_under_concurrent_commits(
 async def test_an_entry_change_logs_each_tenant_below_by_what_else_happened_to_it(
     client, admin, db_conn
 ) -> None:
-    """Below a changed entry: an active tenant's context changed; an archived one gets
-    no row (nothing shown of it changed); one whose own row the same transaction
-    changed (a document-only change alone) has a new context too, because the entry
-    above it changed."""
+    """Below a changed entry: an active tenant's context changed; an archived one's only
+    its document; one whose own row the same transaction changed (a document-only
+    change alone) has a new context too, because the entry above it changed."""
     a = await create_tenant(client, admin)
     archived = await create_tenant(client, admin, parent_id=a["id"])
     renamed = await create_tenant(client, admin, parent_id=a["id"])
@@ -259,6 +258,7 @@ async def test_an_entry_change_logs_each_tenant_below_by_what_else_happened_to_i
     assert await _current(client) == before + 1
     assert sorted(await _log(client, before + 1)) == sorted([
         (a["id"], "context", a["ancestry_path"], None),
+        (archived["id"], "document", None, None),
         (renamed["id"], "context", renamed["ancestry_path"], None),
         (plain["id"], "context", plain["ancestry_path"], None),
     ])  # fmt: skip

@@ -12,6 +12,7 @@ route wrapped the same way, so they get the same JSON 404 as before.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import time
@@ -55,6 +56,10 @@ class Pipeline:
         # Consistency, read-your-writes and idempotency (service/http/data_layers.py):
         # a plain read needs none of them.
         self.data = data
+        # Request ids: this process's random half and a counter (os.urandom per request
+        # was a system call on every request; an id only has to be unique, not secret).
+        self._id_prefix = os.urandom(8).hex()
+        self._id_counter = itertools.count(1)
 
     def wrap(self, handler: Handler, endpoint: Endpoint | None, route: str | None) -> Handler:
         """`handler` of `endpoint` (None: a public route of no declared endpoint) whose
@@ -72,6 +77,7 @@ class Pipeline:
             else ()
         )
         admin = endpoint is not None and endpoint.admin
+        id_prefix, id_counter = self._id_prefix, self._id_counter
 
         async def serve(request: web.Request) -> web.StreamResponse:
             started = time.perf_counter()
@@ -80,7 +86,7 @@ class Pipeline:
             if incoming is not None and _REQUEST_ID.match(incoming):
                 request_id = incoming
             else:
-                request_id = os.urandom(16).hex()
+                request_id = f"{id_prefix}{next(id_counter):016x}"
             exchange = request[EXCHANGE] = Exchange(request_id)
             method = request.method
             response: web.StreamResponse

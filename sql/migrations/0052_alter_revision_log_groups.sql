@@ -6,13 +6,13 @@
 -- (docs/decisions/revisions.md, "Groups").
 --
 -- A group row: change 'below', tenant_id the tenant whose entries changed (the anchor),
--- path its path, members the active tenants below it that the revision did not touch
--- otherwise, in path order (a parent before its children). It stands for the indexes
--- idx .. idx + cardinality(members) - 1 of its revision; the readers
+-- path its path, members the tenants below it that the revision did not touch
+-- otherwise, nearest first (by depth below the anchor, then id: a parent before its
+-- children; archived ones too, which the readers skip as they skip any tenant that is
+-- not active when they render it).
+-- It stands for the indexes idx .. idx + cardinality(members) - 1 of its revision; the readers
 -- (sql/queries/revisions.sql) expand it, so a subscriber still sees one position per
 -- tenant. The tenants the statements touched keep a row each, first in the revision.
--- An archived tenant below a changed one no longer gets a 'document' row: nothing shown
--- of it changed, and nothing read those rows.
 
 ALTER TABLE context_revision_tenants ADD COLUMN members uuid[];
 ALTER TABLE context_revision_tenants DROP CONSTRAINT context_revision_tenants_change_check;
@@ -32,6 +32,7 @@ DECLARE
     audits   uuid[];
     counted  integer;
     grouped  integer;
+    noted    uuid[];
 BEGIN
     DELETE FROM context_change_marks WHERE xid = me;
     IF NOT EXISTS (SELECT 1 FROM context_change_pending
@@ -101,6 +102,14 @@ BEGIN
     FROM classified c
     WHERE c.change IS NOT NULL;
     GET DIAGNOSTICS counted = ROW_COUNT;
+    -- The noted tenants' ids, when they are few (a single write's one or two): a group's
+    -- members are then checked against this array, not probed one by one (a probe is
+    -- an index scan started per member: 1.5 ms more for 527 members).
+    IF counted <= 64 THEN
+        SELECT coalesce(array_agg(DISTINCT p.tenant_id), '{}') INTO noted
+        FROM context_change_pending p
+        WHERE p.xid = me AND p.tenant_id IS NOT NULL;
+    END IF;
     INSERT INTO context_revision_tenants (revision, idx, tenant_id, change, path, members)
     WITH
     -- 3. The tenants whose entries changed ('s' notes; tenants_pkey), leaving out
@@ -124,19 +133,25 @@ BEGIN
                           OFFSET 0)
         )
     ),
-    -- 4. Each anchor's active tenants below it in path order (one tenants_ancestry_path_key
-    --    range), leaving out the noted ones: their own rows say what happened to them.
-    groups AS (
+    -- 4. Each anchor's tenants below it, nearest first (a parent before its
+    --    children): one tenant_closure_pkey range read alone (an index-only scan, no
+    --    row visited), leaving out the noted ones (their own rows say what happened to
+    --    them; the array of them when they are few, else a probe of the notes per
+    --    member). Archived ones stay: the readers skip them when they render contexts.
+    --    Materialized: its arrays are used twice.
+    groups AS MATERIALIZED (
         SELECT a.tenant_id, a.ancestry_path,
-               ARRAY(SELECT d.id
-                     FROM tenants d
-                     WHERE d.ancestry_path > a.ancestry_path || '/'
-                       AND d.ancestry_path < a.ancestry_path || '0'
-                       AND d.status = 'active'
-                       AND NOT EXISTS (SELECT 1 FROM context_change_pending p
-                                       WHERE p.xid = me AND p.tenant_id = d.id
-                                       OFFSET 0)
-                     ORDER BY d.ancestry_path) AS members
+               ARRAY(SELECT c.descendant_id
+                     FROM tenant_closure c
+                     WHERE c.ancestor_id = a.tenant_id AND c.depth > 0
+                       AND CASE WHEN noted IS NOT NULL
+                                THEN c.descendant_id <> ALL (noted)
+                                ELSE NOT EXISTS (
+                                    SELECT 1 FROM context_change_pending p
+                                    WHERE p.xid = me AND p.tenant_id = c.descendant_id
+                                    OFFSET 0)
+                           END
+                     ORDER BY c.depth, c.descendant_id) AS members
         FROM anchors a
     ),
     -- 5. Each group's first index: after the noted tenants and the groups before it.

@@ -85,18 +85,20 @@ LIMIT :'page_size'::integer;
 
 -- name: list_revision_tenants :many
 -- The log of one revision: each tenant it changed, in index order (tests, tools). A
--- group's members are 'context' rows, with the path each has now (the log keeps only
--- their anchor's).
+-- group's members are 'context' rows with the path each has now (the log keeps only
+-- their anchor's), or 'document' rows without one when not active now.
 SELECT r.idx + m.ord::integer - 1 AS idx, m.tenant_id,
-       CASE WHEN r.change = 'below' THEN 'context' ELSE r.change END AS change,
-       CASE WHEN r.change = 'below'
-            THEN (SELECT t.ancestry_path FROM tenants t WHERE t.id = m.tenant_id)
-            ELSE r.path END AS path,
+       CASE WHEN r.change <> 'below' THEN r.change
+            WHEN t.status = 'active' THEN 'context'
+            ELSE 'document' END AS change,
+       CASE WHEN r.change <> 'below' THEN r.path
+            WHEN t.status = 'active' THEN t.ancestry_path END AS path,
        r.left_path
 FROM context_revision_tenants r
 CROSS JOIN LATERAL unnest(
     CASE WHEN r.change = 'below' THEN r.members ELSE ARRAY[r.tenant_id] END
 ) WITH ORDINALITY AS m(tenant_id, ord)
+LEFT JOIN tenants t ON r.change = 'below' AND t.id = m.tenant_id
 WHERE r.revision = :'revision'::bigint
 ORDER BY r.idx, m.ord;
 
