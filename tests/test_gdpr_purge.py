@@ -166,7 +166,7 @@ async def test_purge_leaves_the_tenants_only_in_redacted_audit_entries(client, a
     # has passed, so that a stream resumed later still learns which tenants were purged
     # (docs/decisions/revisions.md).
     logged = [h for h in hits if h["table"] == "context_revision_tenants"]
-    assert {h["column"] for h in logged} <= {"tenant_id", "path", "left_path"}
+    assert {h["column"] for h in logged} <= {"tenant_id", "path", "left_path", "members"}
     hits = [h for h in hits if h["table"] != "context_revision_tenants"]
     outside_audit = [h for h in hits if h["table"] != "audit_logs"]
     assert outside_audit == []
