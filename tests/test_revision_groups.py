@@ -1,4 +1,4 @@
-"""The revision log's groups (migration 0052): the tenants below a changed entry are one
+"""The revision log's groups (migration 0051): the tenants below a changed entry are one
 row per changed subtree, and every reader still sees one position per tenant, in order,
 exactly once, whatever page size cuts through a group and wherever the subscriber's
 root and scope lie against the group's anchor."""

@@ -18,7 +18,7 @@ FROM context_revision_horizon h;
 -- One page of the log after the position (after_revision, after_idx) up to
 -- through_revision, of tenants that are (path) or were (left_path) at or below root_id
 -- and scope_id (NULL: no scope), in revision then index order; document-only rows are
--- left out. A group row (change 'below', migration 0052) stands for its members at
+-- left out. A group row (change 'below', migration 0051) stands for its members at
 -- idx, idx + 1, ...: each is a 'context' row of a tenant inside the subtree.
 WITH
 -- 1. The root and the scope where they are now (tenants_pkey): a group whose anchor is
