@@ -105,11 +105,12 @@ def make_cache(scripted: Scripted, changes: list[tuple[str, Any, Any]]) -> Conte
     )  # fmt: skip
 
 
-def assert_configs_follow(cache: ContextCache) -> None:
-    # The OpenFeature provider reads the resolved config through this index.
-    configs = {tenant: context["resolved_config"] for tenant, context in cache.snapshot().items()}
-    assert cache._configs.keys() == configs.keys()
-    assert all(cache._configs[tenant] is configs[tenant] for tenant in configs)
+def assert_derived_follow(cache: ContextCache) -> None:
+    # The OpenFeature provider keeps its results in each tenant's Derived, which must
+    # belong to the tenant's current context.
+    contexts = cache.snapshot()
+    assert cache._derived.keys() == contexts.keys()
+    assert all(cache._derived[tenant].context is contexts[tenant] for tenant in contexts)
 
 
 def test_resumes_from_the_last_event_id(scripted: Scripted) -> None:
@@ -136,7 +137,7 @@ def test_resumes_from_the_last_event_id(scripted: Scripted) -> None:
         assert cache.revision == 7
         assert cache.value("a", "plan") == "pro"
         assert cache.staleness < WAIT
-        assert_configs_follow(cache)
+        assert_derived_follow(cache)
     assert changes == [("a", a, a2), ("b", b, None)]
 
 
@@ -154,7 +155,7 @@ def test_reset_rehydrates_and_follows_from_the_new_revision(scripted: Scripted) 
         assert "Last-Event-ID" not in second.headers
         assert cache.snapshot() == {"a": a2, "c": c}
         assert cache.resets == 1
-        assert_configs_follow(cache)
+        assert_derived_follow(cache)
     assert sorted(changes, key=lambda change: change[0]) == [
         ("a", a, a2), ("b", b, None), ("c", None, c),
     ]  # fmt: skip

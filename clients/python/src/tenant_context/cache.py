@@ -25,13 +25,31 @@ import httpx
 from tenant_context._core import CONSISTENCY_TOKEN, error_of, parse_retry_after
 from tenant_context.client import Client
 from tenant_context.errors import ApiError, NotFoundError
-from tenant_context.models import ResolvedConfigEntry, TenantContext
+from tenant_context.models import TenantContext
 from tenant_context.sse import Event, Parser
 
 log = logging.getLogger("tenant_context.cache")
 
 # (tenant_id, old context or None, new context or None when it left the subtree)
 ChangeCallback = Callable[[str, TenantContext | None, TenantContext | None], None]
+
+
+class Derived(dict[str, Any]):
+    """What readers derive from one context of one tenant, kept with it: the OpenFeature
+    provider's prebuilt results, by flag key.
+
+    The cache gives every new context of a tenant a new, empty Derived (and drops it when
+    the tenant leaves the subtree or a rehydration replaces it), so nothing derived from
+    an old context is read again and what is kept is bounded by the cache's own contexts.
+    A reader adds only entries derived from `context` (the context it belongs to: a
+    reader that took this Derived before a change stores into one no one reads again).
+    """
+
+    __slots__ = ("context",)
+
+    def __init__(self, context: TenantContext) -> None:
+        super().__init__()
+        self.context = context
 
 
 class ContextCache:
@@ -60,9 +78,9 @@ class ContextCache:
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self._contexts: dict[str, TenantContext] = {}
-        # Each tenant's resolved_config, kept beside _contexts (the same dicts): the
-        # OpenFeature provider reads an entry with one look-up fewer per evaluation.
-        self._configs: dict[str, dict[str, ResolvedConfigEntry]] = {}
+        # Beside _contexts, replaced with it (under the lock): one Derived per tenant, which
+        # holds its context and what the OpenFeature provider derived from it.
+        self._derived: dict[str, Derived] = {}
         self._revisions: dict[str, int] = {}
         self._revision = 0
         # Every revision up to this one is applied whole (an event of a later revision
@@ -206,11 +224,11 @@ class ContextCache:
         meta = self.client.last_response
         revision = meta.revision if meta is not None and meta.revision is not None else 0
         fresh = {context["tenant_id"]: context for context in contexts}
-        configs = {tenant_id: context["resolved_config"] for tenant_id, context in fresh.items()}
+        derived = {tenant_id: Derived(context) for tenant_id, context in fresh.items()}
         old = self._contexts
         with self._changed:
             self._contexts = fresh
-            self._configs = configs
+            self._derived = derived
             self._revisions = {}
             self._revision = max(self._revision, revision)
             self._complete = max(self._complete, revision)
@@ -318,10 +336,10 @@ class ContextCache:
                 new: TenantContext | None = data["context"] if event.event == "context" else None
                 if new is None:
                     self._contexts.pop(tenant_id, None)
-                    self._configs.pop(tenant_id, None)
+                    self._derived.pop(tenant_id, None)
                 else:
                     self._contexts[tenant_id] = new
-                    self._configs[tenant_id] = new["resolved_config"]
+                    self._derived[tenant_id] = Derived(new)
                 self._revisions[tenant_id] = revision
                 if revision > self._revision:
                     self._complete = max(self._complete, revision - 1)
