@@ -372,6 +372,7 @@ def test_results_are_built_once_and_read_only(scripted: Scripted) -> None:
         assert type(seats.value) is int
         assert type(provider.resolve_float_details("seats", 0.0, of_a).value) is float
         assert provider.resolve_integer_details("seats", 0, of_a) is seats
+        assert seats.flag_metadata is plan.flag_metadata  # equal metadata, stored once
         with pytest.raises(TypeMismatchError):
             provider.resolve_string_details("seats", "free", of_a)  # stored as an int
         # Shared, so read-only: the result and its metadata.

@@ -43,13 +43,16 @@ class Derived(dict[str, Any]):
     an old context is read again and what is kept is bounded by the cache's own contexts.
     A reader adds only entries derived from `context` (the context it belongs to: a
     reader that took this Derived before a change stores into one no one reads again).
+    `shared` (None until a reader sets it) holds what its entries share (the provider's
+    flag metadata, one per distinct value).
     """
 
-    __slots__ = ("context",)
+    __slots__ = ("context", "shared")
 
     def __init__(self, context: TenantContext) -> None:
         super().__init__()
         self.context = context
+        self.shared: dict[Any, Any] | None = None
 
 
 class ContextCache:

@@ -252,9 +252,16 @@ class TenantContextProvider(AbstractProvider):
             raise InvalidContextError(f"tenant {tenant_id} is not in the cached subtree")
         value, metadata = _lookup(derived.context, flag_key)
         typed = _typed(flag_key, value, kind, kind_name)
+        if typed is not value:  # converted (an integer asked as a float): not stored
+            return _Resolution(typed, None, None, _CACHED, None, metadata)
+        # Stored: one metadata mapping per distinct metadata of the tenant's context
+        # (most keys share a few sources), then the result.
+        shared = derived.shared
+        if shared is None:
+            shared = derived.shared = {}
+        metadata = shared.setdefault(tuple(metadata.items()), metadata)
         result = _Resolution(typed, None, None, _CACHED, None, metadata)
-        if typed is value:  # not converted: the answer to the value's own type
-            derived[flag_key] = result
+        derived[flag_key] = result
         return result
 
 
