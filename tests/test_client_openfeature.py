@@ -339,8 +339,11 @@ def test_a_change_replaces_the_stored_results(scripted: Scripted) -> None:
             assert flags.get_integer_value("seats", 0, of("a")) == 3
             assert cache._derived["a"] is not stored
             assert stored["plan"].value == "free"  # the old one, read by no one now
+            assert cache._derived_by_key["plan"]["a"] is cache._derived["a"]["plan"]
+            assert cache._derived_by_key["plan"]["a"].value == "pro"
             reset.set()
             assert cache.wait_for_revision(9, WAIT)
+            assert cache._derived_by_key == {}
             gone = flags.get_string_details("plan", "x", of("a"))  # left on rehydration
             assert (gone.value, gone.error_code) == ("x", ErrorCode.INVALID_CONTEXT)
             assert flags.get_string_value("plan", "x", of("b")) == "free"
@@ -368,6 +371,7 @@ def test_results_are_built_once_and_read_only(scripted: Scripted) -> None:
         with pytest.raises(FlagNotFoundError):
             provider.resolve_string_details("no_such_key", "free", of_a)
         assert set(cache._derived["a"]) == {"plan", "tags", "limits", "beta", "ratio"}
+        assert set(cache._derived_by_key) == {"plan", "tags", "limits", "beta", "ratio"}
         seats = provider.resolve_integer_details("seats", 0, of_a)
         assert type(seats.value) is int
         assert type(provider.resolve_float_details("seats", 0.0, of_a).value) is float

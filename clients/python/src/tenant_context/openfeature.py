@@ -171,12 +171,13 @@ class TenantContextProvider(AbstractProvider):
             self.cache.client.close()
 
     # Every answer a tenant's context gives is built once: the first evaluation of a flag
-    # for a tenant goes through _resolve, which stores its (read-only) result in the
-    # tenant's Derived, the cache's per-context store; later evaluations return it after
-    # checking its value's type. A new context of the tenant comes with a new, empty
-    # Derived, so results live exactly as long as the context they were built from, and
-    # there is at most one per config key or permission of a cached tenant: errors and
-    # converted values (an integer asked as a float) are never stored.
+    # for a tenant goes through _resolve, which stores its (read-only) result with the
+    # cache (ContextCache.keep: in the tenant's Derived, and by flag key, then tenant id);
+    # later evaluations find it by flag key and tenant id and return it after checking its
+    # value's type. A new context of the tenant drops what the old one gave, so results
+    # live exactly as long as the context they were built from, and there is at most one
+    # per config key or permission of a cached tenant: errors and converted values (an
+    # integer asked as a float) are never stored.
 
     def resolve_boolean_details(
         self,
@@ -185,8 +186,8 @@ class TenantContextProvider(AbstractProvider):
         evaluation_context: EvaluationContext | None = None,
     ) -> FlagResolutionDetails[bool]:
         tenant_id = evaluation_context.targeting_key if evaluation_context else None
-        derived = self.cache._derived.get(tenant_id) if tenant_id else None
-        result = derived.get(flag_key) if derived is not None else None
+        results = self.cache._derived_by_key.get(flag_key)
+        result = results.get(tenant_id) if results is not None and tenant_id else None
         if result is not None and type(result.value) is bool:
             return result  # type: ignore[no-any-return]
         return self._resolve(flag_key, evaluation_context, bool, "boolean")
@@ -195,8 +196,8 @@ class TenantContextProvider(AbstractProvider):
         self, flag_key: str, default_value: str, evaluation_context: EvaluationContext | None = None
     ) -> FlagResolutionDetails[str]:
         tenant_id = evaluation_context.targeting_key if evaluation_context else None
-        derived = self.cache._derived.get(tenant_id) if tenant_id else None
-        result = derived.get(flag_key) if derived is not None else None
+        results = self.cache._derived_by_key.get(flag_key)
+        result = results.get(tenant_id) if results is not None and tenant_id else None
         if result is not None and type(result.value) is str:
             return result  # type: ignore[no-any-return]
         return self._resolve(flag_key, evaluation_context, str, "string")
@@ -205,8 +206,8 @@ class TenantContextProvider(AbstractProvider):
         self, flag_key: str, default_value: int, evaluation_context: EvaluationContext | None = None
     ) -> FlagResolutionDetails[int]:
         tenant_id = evaluation_context.targeting_key if evaluation_context else None
-        derived = self.cache._derived.get(tenant_id) if tenant_id else None
-        result = derived.get(flag_key) if derived is not None else None
+        results = self.cache._derived_by_key.get(flag_key)
+        result = results.get(tenant_id) if results is not None and tenant_id else None
         if result is not None and type(result.value) is int:
             return result  # type: ignore[no-any-return]
         return self._resolve(flag_key, evaluation_context, int, "integer")
@@ -218,8 +219,8 @@ class TenantContextProvider(AbstractProvider):
         evaluation_context: EvaluationContext | None = None,
     ) -> FlagResolutionDetails[float]:
         tenant_id = evaluation_context.targeting_key if evaluation_context else None
-        derived = self.cache._derived.get(tenant_id) if tenant_id else None
-        result = derived.get(flag_key) if derived is not None else None
+        results = self.cache._derived_by_key.get(flag_key)
+        result = results.get(tenant_id) if results is not None and tenant_id else None
         if result is not None and type(result.value) is float:
             return result  # type: ignore[no-any-return]
         return self._resolve(flag_key, evaluation_context, float, "float")
@@ -231,8 +232,8 @@ class TenantContextProvider(AbstractProvider):
         evaluation_context: EvaluationContext | None = None,
     ) -> FlagResolutionDetails[Structure]:
         tenant_id = evaluation_context.targeting_key if evaluation_context else None
-        derived = self.cache._derived.get(tenant_id) if tenant_id else None
-        result = derived.get(flag_key) if derived is not None else None
+        results = self.cache._derived_by_key.get(flag_key)
+        result = results.get(tenant_id) if results is not None and tenant_id else None
         if result is not None and type(result.value) in _STRUCTURES:
             return result  # type: ignore[no-any-return]
         return self._resolve(flag_key, evaluation_context, dict, "object")
@@ -261,7 +262,7 @@ class TenantContextProvider(AbstractProvider):
             shared = derived.shared = {}
         metadata = shared.setdefault(tuple(metadata.items()), metadata)
         result = _Resolution(typed, None, None, _CACHED, None, metadata)
-        derived[flag_key] = result
+        self.cache.keep(derived, flag_key, result)
         return result
 
 
