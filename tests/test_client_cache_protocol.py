@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from tenant_context import Client, ContextCache
+from tenant_context.sse import Event
 
 WAIT = 5.0
 
@@ -105,11 +106,16 @@ def make_cache(scripted: Scripted, changes: list[tuple[str, Any, Any]]) -> Conte
     )  # fmt: skip
 
 
-def assert_configs_follow(cache: ContextCache) -> None:
-    # The OpenFeature provider reads the resolved config through this index.
-    configs = {tenant: context["resolved_config"] for tenant, context in cache.snapshot().items()}
-    assert cache._configs.keys() == configs.keys()
-    assert all(cache._configs[tenant] is configs[tenant] for tenant in configs)
+def assert_derived_follow(cache: ContextCache) -> None:
+    # The OpenFeature provider keeps its results in each tenant's Derived, which must
+    # belong to the tenant's current context.
+    contexts = cache.snapshot()
+    assert cache._derived.keys() == contexts.keys()
+    assert all(cache._derived[tenant].context is contexts[tenant] for tenant in contexts)
+    # The index by key holds only what the tenants' current Derived hold.
+    for key, by_tenant in cache._derived_by_key.items():
+        for tenant, value in by_tenant.items():
+            assert cache._derived[tenant][key] is value
 
 
 def test_resumes_from_the_last_event_id(scripted: Scripted) -> None:
@@ -136,7 +142,7 @@ def test_resumes_from_the_last_event_id(scripted: Scripted) -> None:
         assert cache.revision == 7
         assert cache.value("a", "plan") == "pro"
         assert cache.staleness < WAIT
-        assert_configs_follow(cache)
+        assert_derived_follow(cache)
     assert changes == [("a", a, a2), ("b", b, None)]
 
 
@@ -154,7 +160,7 @@ def test_reset_rehydrates_and_follows_from_the_new_revision(scripted: Scripted) 
         assert "Last-Event-ID" not in second.headers
         assert cache.snapshot() == {"a": a2, "c": c}
         assert cache.resets == 1
-        assert_configs_follow(cache)
+        assert_derived_follow(cache)
     assert sorted(changes, key=lambda change: change[0]) == [
         ("a", a, a2), ("b", b, None), ("c", None, c),
     ]  # fmt: skip
@@ -187,3 +193,27 @@ def test_min_revision_reads_through_with_the_consistency_token(scripted: Scripte
         read = [r for r in scripted.requests if r.url.path.endswith("/a/context")]
         assert [r.headers["X-Consistency-Token"] for r in read] == ["tok-1"]
         assert cache.get("a") == a  # a read-through never overwrites the stream's copy
+
+
+def test_kept_values_never_outlive_their_context(scripted: Scripted) -> None:
+    # ContextCache.keep takes no lock: a value derived from a context that is replaced
+    # before (or while) it is stored must not stay in the index, whichever comes first.
+    scripted.hydrations.append((1, [context("a", plan="free")]))
+
+    def change(revision: int, plan: str) -> None:
+        data = {"revision": revision, "tenant_id": "a", "context": context("a", plan=plan)}
+        cache._apply([Event("context", json.dumps(data), f"{revision}:0")])
+
+    with make_cache(scripted, []) as cache:
+        first = cache._derived["a"]
+        cache.keep(first, "plan", "free")
+        assert cache._derived_by_key["plan"]["a"] == "free"
+        change(2, "pro")  # stored, then replaced: dropped with the old Derived
+        assert "a" not in cache._derived_by_key["plan"]
+        cache.keep(first, "plan", "free")  # taken before the change, stored after it
+        assert "a" not in cache._derived_by_key["plan"]
+        cache.keep(cache._derived["a"], "plan", "pro")
+        assert cache._derived_by_key["plan"]["a"] == "pro"
+        cache._apply([Event("removed", json.dumps({"revision": 3, "tenant_id": "a"}), "3:0")])
+        assert cache._derived_by_key["plan"] == {}
+        assert_derived_follow(cache)

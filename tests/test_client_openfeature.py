@@ -1,21 +1,27 @@
 """tenant_context.openfeature.TenantContextProvider on OpenFeature's own client, fed by
 a ContextCache of the real service: values of every type, flag metadata (source tenant,
 inherited, locked), permissions as `permission/<key>`, and the error codes with the
-caller's default value."""
+caller's default value. On a scripted stream (no service): results built once per
+tenant's context, read-only, and an evaluated flag after its tenant's context changed."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import json
+import pickle
 import threading
 import uuid
 from collections.abc import Iterator
-from typing import cast
+from typing import Any, cast
 
+import httpx
 import pytest
 from openfeature import api as openfeature_api
 from openfeature.client import OpenFeatureClient
 from openfeature.evaluation_context import EvaluationContext
 from openfeature.event import EventDetails, ProviderEvent
-from openfeature.exception import ErrorCode
+from openfeature.exception import ErrorCode, FlagNotFoundError, TypeMismatchError
 from openfeature.flag_evaluation import (
     FlagEvaluationDetails,
     FlagResolutionDetails,
@@ -23,12 +29,14 @@ from openfeature.flag_evaluation import (
     Reason,
 )
 from openfeature.hook import Hook, HookContext, HookHints
+from openfeature.provider.no_op_provider import NoOpProvider
 
 from tenant_context import Client, ContextCache
 from tenant_context.models import TenantContext
-from tenant_context.openfeature import TenantContextProvider, changed_flags
+from tenant_context.openfeature import ReadOnlyMetadata, TenantContextProvider, changed_flags
 from tests.support.client_service import issue_key, live  # noqa: F401 (fixture)
 from tests.support.live_app import LiveApp
+from tests.test_client_cache_protocol import WAIT, Scripted, context, make_cache, sse
 
 DOMAIN = "tenant-context-tests"
 
@@ -228,3 +236,168 @@ def test_changed_flags() -> None:
     assert changed_flags(old, new) == ["b", "c", "permission/p"]
     assert changed_flags(None, new) == ["a", "c", "permission/p"]
     assert changed_flags(old, None) == ["a", "b", "permission/p"]
+
+
+def test_an_evaluated_flag_follows_its_tenants_changes(
+    api: Client, provider: TenantContextProvider, flags: OpenFeatureClient, tree: dict[str, str]
+) -> None:
+    # Evaluated (and so stored) first, then changed: the next evaluation reads the new
+    # value and metadata.
+    child = of(tree["child"])
+    api.put_config(tree["root"], "tier", "silver")
+    assert provider.cache.wait_for(tree["child"], revision_of(api), 10.0)
+    first = flags.get_string_details("tier", "none", child)
+    assert (first.value, dict(first.flag_metadata)) == ("silver", {
+        "source_tenant_id": tree["root"], "inherited": True, "locked": False,
+    })  # fmt: skip
+    assert flags.get_string_details("tier", "none", child) == first
+    api.put_config(tree["child"], "tier", "gold")
+    assert provider.cache.wait_for(tree["child"], revision_of(api), 10.0)
+    again = flags.get_string_details("tier", "none", child)
+    assert (again.value, dict(again.flag_metadata)) == ("gold", {
+        "source_tenant_id": tree["child"], "inherited": False, "locked": False,
+    })  # fmt: skip
+    assert flags.get_string_value("tier", "none", of(tree["root"])) == "silver"
+
+
+def revision_of(api: Client) -> int:
+    meta = api.last_response
+    assert meta is not None
+    assert meta.revision is not None
+    return meta.revision
+
+
+# On a scripted stream (tests/test_client_cache_protocol.py's Scripted): no service.
+
+
+class _Gated(httpx.SyncByteStream):
+    """A change stream that sends each chunk once its gate opens, then stays open."""
+
+    def __init__(self, steps: list[tuple[threading.Event, bytes]]) -> None:
+        self.steps = steps
+        self.closed = threading.Event()
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield b": connected\n\n"
+        for gate, chunk in self.steps:
+            while not gate.wait(0.01):
+                if self.closed.is_set():
+                    return
+            yield chunk
+        while not self.closed.wait(0.01):
+            pass
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+@pytest.fixture
+def scripted() -> Iterator[Scripted]:
+    script = Scripted()
+    yield script
+    script.done.set()
+
+
+def scripted_flags(cache: ContextCache, domain: str) -> OpenFeatureClient:
+    openfeature_api.set_provider_and_wait(TenantContextProvider(cache), domain=domain)
+    return openfeature_api.get_client(domain)
+
+
+def test_a_change_replaces_the_stored_results(scripted: Scripted) -> None:
+    a = context("a", plan="free", seats=3)
+    a2 = context("a", plan="pro", seats=3)
+    a2["resolved_config"]["plan"].update(source_tenant_id="root", inherited=True, locked=True)
+    a3, b = context("a", plan="enterprise"), context("b", plan="free")
+    changed, reset = threading.Event(), threading.Event()
+    scripted.hydrations += [(1, [a]), (9, [b])]
+    steps = [
+        (changed, sse("context", "2:0", {"revision": 2, "tenant_id": "a", "context": a2})),
+        (reset, sse("context", "3:0", {"revision": 3, "tenant_id": "a", "context": a3})
+         + sse("reset", "4:0", {"revision": 8})),
+    ]  # fmt: skip
+    headers = {"Content-Type": "text/event-stream"}
+    scripted.streams.append(httpx.Response(200, headers=headers, stream=_Gated(steps)))
+    domain = f"scripted-{uuid.uuid4().hex[:8]}"
+    with make_cache(scripted, []) as cache:
+        flags = scripted_flags(cache, domain)
+        try:
+            before = flags.get_string_details("plan", "x", of("a"))
+            assert (before.value, before.error_code) == ("free", None)
+            assert before.flag_metadata == {
+                "source_tenant_id": "a", "inherited": False, "locked": False,
+            }  # fmt: skip
+            assert flags.get_integer_value("seats", 0, of("a")) == 3
+            stored = cache._derived["a"]
+            assert set(stored) == {"plan", "seats"}
+            changed.set()
+            assert cache.wait_for("a", 2, WAIT)
+            after = flags.get_string_details("plan", "x", of("a"))
+            assert (after.value, after.error_code) == ("pro", None)
+            assert after.flag_metadata == {
+                "source_tenant_id": "root", "inherited": True, "locked": True,
+            }  # fmt: skip
+            assert flags.get_integer_value("seats", 0, of("a")) == 3
+            assert cache._derived["a"] is not stored
+            assert stored["plan"].value == "free"  # the old one, read by no one now
+            assert cache._derived_by_key["plan"]["a"] is cache._derived["a"]["plan"]
+            assert cache._derived_by_key["plan"]["a"].value == "pro"
+            reset.set()
+            assert cache.wait_for_revision(9, WAIT)
+            assert cache._derived_by_key == {}
+            gone = flags.get_string_details("plan", "x", of("a"))  # left on rehydration
+            assert (gone.value, gone.error_code) == ("x", ErrorCode.INVALID_CONTEXT)
+            assert flags.get_string_value("plan", "x", of("b")) == "free"
+        finally:
+            openfeature_api.set_provider(NoOpProvider(), domain=domain)
+
+
+def test_results_are_built_once_and_read_only(scripted: Scripted) -> None:
+    a = context("a", plan="pro", seats=9, ratio=0.5, beta=True, limits={"rps": 10}, tags=["x"])
+    scripted.hydrations.append((1, [a]))
+    with make_cache(scripted, []) as cache:
+        provider = TenantContextProvider(cache)
+        of_a = of("a")
+        plan = provider.resolve_string_details("plan", "free", of_a)
+        assert provider.resolve_string_details("plan", "free", of_a) is plan
+        assert provider.resolve_object_details("tags", [], of_a).value == ["x"]
+        assert provider.resolve_object_details("limits", {}, of_a).value == {"rps": 10}
+        assert provider.resolve_boolean_details("beta", False, of_a).value is True
+        assert provider.resolve_float_details("ratio", 0.0, of_a).value == 0.5
+        # Converted (an integer asked as a float) and failed evaluations store nothing:
+        # at most one result per key of the context.
+        assert provider.resolve_float_details("seats", 0.0, of_a).value == 9.0
+        with pytest.raises(TypeMismatchError):
+            provider.resolve_boolean_details("plan", False, of_a)
+        with pytest.raises(FlagNotFoundError):
+            provider.resolve_string_details("no_such_key", "free", of_a)
+        assert set(cache._derived["a"]) == {"plan", "tags", "limits", "beta", "ratio"}
+        assert set(cache._derived_by_key) == {"plan", "tags", "limits", "beta", "ratio"}
+        seats = provider.resolve_integer_details("seats", 0, of_a)
+        assert type(seats.value) is int
+        assert type(provider.resolve_float_details("seats", 0.0, of_a).value) is float
+        assert provider.resolve_integer_details("seats", 0, of_a) is seats
+        assert seats.flag_metadata is plan.flag_metadata  # equal metadata, stored once
+        with pytest.raises(TypeMismatchError):
+            provider.resolve_string_details("seats", "free", of_a)  # stored as an int
+        # Shared, so read-only: the result and its metadata.
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            plan.value = "free"
+        assert dataclasses.replace(plan, value="other").value == "other"
+        metadata = plan.flag_metadata
+        assert isinstance(metadata, ReadOnlyMetadata)
+        for change in (
+            lambda m: m.__setitem__("locked", True), lambda m: m.update(locked=True),
+            lambda m: m.pop("locked"), lambda m: m.clear(), lambda m: m.__ior__({}),
+            lambda m: m.__delitem__("locked"), lambda m: m.setdefault("x", 1),
+            lambda m: m.popitem(),
+        ):  # fmt: skip
+            with pytest.raises(TypeError):
+                change(metadata)
+        expected: dict[str, Any] = {"source_tenant_id": "a", "inherited": False, "locked": False}
+        assert metadata == expected
+        assert json.loads(json.dumps(metadata)) == expected
+        assert copy.deepcopy(metadata) == expected
+        assert pickle.loads(pickle.dumps(metadata)) == expected  # noqa: S301 (our own bytes)
+        mine = dict(metadata) | {"seen": True}
+        assert mine == {**expected, "seen": True}
+        assert plan.to_flag_evaluation_details("plan").flag_metadata is metadata

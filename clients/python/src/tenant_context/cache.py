@@ -25,13 +25,33 @@ import httpx
 from tenant_context._core import CONSISTENCY_TOKEN, error_of, parse_retry_after
 from tenant_context.client import Client
 from tenant_context.errors import ApiError, NotFoundError
-from tenant_context.models import ResolvedConfigEntry, TenantContext
+from tenant_context.models import TenantContext
 from tenant_context.sse import Event, Parser
 
 log = logging.getLogger("tenant_context.cache")
 
 # (tenant_id, old context or None, new context or None when it left the subtree)
 ChangeCallback = Callable[[str, TenantContext | None, TenantContext | None], None]
+
+
+class Derived(dict[str, Any]):
+    """What readers derived from one context of one tenant (the OpenFeature provider's
+    prebuilt results), by key (a flag key). Readers store through `ContextCache.keep`,
+    which also indexes each value by key, then tenant, for look-ups that start from the
+    key; `shared` (None until a reader sets it) holds what the values share (the
+    provider's flag metadata, one per distinct value).
+
+    The cache gives every new context of a tenant a new, empty Derived and drops what the
+    old one held from the index (all of it on a rehydration), so nothing derived from an
+    old context is read again, and what is kept is bounded by the cached contexts.
+    """
+
+    __slots__ = ("context", "shared")
+
+    def __init__(self, context: TenantContext) -> None:
+        super().__init__()
+        self.context = context
+        self.shared: dict[Any, Any] | None = None
 
 
 class ContextCache:
@@ -60,9 +80,12 @@ class ContextCache:
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self._contexts: dict[str, TenantContext] = {}
-        # Each tenant's resolved_config, kept beside _contexts (the same dicts): the
-        # OpenFeature provider reads an entry with one look-up fewer per evaluation.
-        self._configs: dict[str, dict[str, ResolvedConfigEntry]] = {}
+        # Beside _contexts, replaced with it (under the lock): one Derived per tenant, which
+        # holds its context and what readers derived from it; and the same values by key,
+        # then tenant id (the OpenFeature provider's look-up: a flag's dict is hot, and it
+        # reaches a result through fewer objects than tenant first, then key).
+        self._derived: dict[str, Derived] = {}
+        self._derived_by_key: dict[str, dict[str, Any]] = {}
         self._revisions: dict[str, int] = {}
         self._revision = 0
         # Every revision up to this one is applied whole (an event of a later revision
@@ -196,6 +219,22 @@ class ContextCache:
                 self._changed.wait(left)
         return True
 
+    def keep(self, derived: Derived, key: str, value: Any) -> None:
+        """Store `value`, derived from `derived.context` alone, under `key` for that
+        tenant, until the tenant's context is replaced. Takes no lock: when the context
+        was replaced meanwhile, the value is taken back out of the index (the stream
+        thread installs the new Derived first, then drops the old one's keys, so one of
+        the two sees the other's write)."""
+        tenant_id = derived.context["tenant_id"]
+        index = self._derived_by_key
+        by_tenant = index.get(key)
+        if by_tenant is None:
+            by_tenant = index.setdefault(key, {})
+        derived[key] = value
+        by_tenant[tenant_id] = value
+        if self._derived.get(tenant_id) is not derived and by_tenant.get(tenant_id) is value:
+            by_tenant.pop(tenant_id, None)
+
     def _reached(self, tenant_id: str, revision: int) -> bool:
         return self._complete >= revision or self._revisions.get(tenant_id, 0) >= revision
 
@@ -206,11 +245,12 @@ class ContextCache:
         meta = self.client.last_response
         revision = meta.revision if meta is not None and meta.revision is not None else 0
         fresh = {context["tenant_id"]: context for context in contexts}
-        configs = {tenant_id: context["resolved_config"] for tenant_id, context in fresh.items()}
+        derived = {tenant_id: Derived(context) for tenant_id, context in fresh.items()}
         old = self._contexts
         with self._changed:
             self._contexts = fresh
-            self._configs = configs
+            self._derived = derived
+            self._derived_by_key = {}
             self._revisions = {}
             self._revision = max(self._revision, revision)
             self._complete = max(self._complete, revision)
@@ -318,10 +358,16 @@ class ContextCache:
                 new: TenantContext | None = data["context"] if event.event == "context" else None
                 if new is None:
                     self._contexts.pop(tenant_id, None)
-                    self._configs.pop(tenant_id, None)
+                    replaced = self._derived.pop(tenant_id, None)
                 else:
                     self._contexts[tenant_id] = new
-                    self._configs[tenant_id] = new["resolved_config"]
+                    replaced = self._derived.get(tenant_id)
+                    self._derived[tenant_id] = Derived(new)
+                if replaced:  # after the new Derived is in: see keep()
+                    for key in tuple(replaced):
+                        by_tenant = self._derived_by_key.get(key)
+                        if by_tenant is not None:
+                            by_tenant.pop(tenant_id, None)
                 self._revisions[tenant_id] = revision
                 if revision > self._revision:
                     self._complete = max(self._complete, revision - 1)
