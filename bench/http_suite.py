@@ -51,12 +51,26 @@ READS = {
 }
 
 
+# Tenants per batch read: POST /api/v1/contexts/batch is judged against single context
+# reads of the same sampled tenants, tenant for tenant.
+BATCH_TENANTS = 100
+
+
 def read_targets(seed: SeedReport) -> dict[str, list[Target]]:
     """Each read endpoint the seeded data allows, with the requests a load cycles through."""
-    targets = {"get_tenant": [Target("GET", f"{API}/{tid}") for tid in seed.samples]}
+    samples = seed.samples
+    targets = {"get_tenant": [Target("GET", f"{API}/{tid}") for tid in samples]}
     for name, (mark, suffix) in READS.items():
         if mark in seed.landmarks:
             targets[name] = [Target("GET", f"{API}/{seed.landmarks[mark]}{suffix}")]
+    targets["context_samples"] = [Target("GET", f"{API}/{tid}/context") for tid in samples]
+    whole = len(samples) - len(samples) % BATCH_TENANTS
+    batches = [samples[i : i + BATCH_TENANTS] for i in range(0, whole, BATCH_TENANTS)]
+    if batches:
+        targets["contexts_batch_100"] = [
+            Target("POST", "/api/v1/contexts/batch", orjson.dumps({"tenant_ids": batch}))
+            for batch in batches
+        ]
     return targets
 
 

@@ -325,7 +325,8 @@ class RunResult(Figures, frozen=True):
     targets: list[TargetResult] = []
     elapsed_s: float | None = None
     # Which targets judge the run (bench/targets.py): 1 before the cached reads and the
-    # uncached context were judged against their baselines, 2 since.
+    # uncached context were judged against their baselines, 2 since, 3 since the batch
+    # context read is judged against single context reads.
     target_rules: int = 1
 
 

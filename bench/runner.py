@@ -45,7 +45,9 @@ from bench.targets import TARGET_RULES, evaluate_targets
 
 SMALL_SCALE = 10_000
 # Reads the service answers from its read cache (service/caches/read_cache.py).
-CACHED_READS = frozenset({"get_tenant", "context_depth1", "context_depth5", "context_depth10"})
+CACHED_READS = frozenset(
+    {"get_tenant", "context_depth1", "context_depth5", "context_depth10", "context_samples"}
+)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from bench.http_suite import BATCH_TENANTS
 from bench.results import EndpointFigures, Mixed, MoveFigures, RunResult, TargetResult
 
 MILLION = 1_000_000
@@ -143,11 +144,21 @@ def evaluate_targets(result: RunResult) -> list[TargetResult]:
         targets += mixed_targets(result.mixed)
     if result.target_rules >= 2:
         targets += baseline_targets(result)
+    if result.target_rules >= 3:
+        targets.append(
+            _target(
+                "batch context read of 100 vs single context reads",
+                ">= 10 x the tenants per second",
+                batch_ratio(result),
+                lambda v: v >= 10,
+                "x tenants/s",
+            )
+        )
     return targets
 
 
 # The rules new runs are judged by (RunResult.target_rules).
-TARGET_RULES = 2
+TARGET_RULES = 3
 
 
 def baseline_targets(result: RunResult) -> list[TargetResult]:
@@ -182,6 +193,14 @@ def baseline_targets(result: RunResult) -> list[TargetResult]:
             "x B_db",
         ),
     ]
+
+
+def batch_ratio(result: RunResult) -> float | None:
+    """Tenants a second through POST /contexts/batch (100 a request) over single context
+    reads of the same sampled tenants (cached, as deployed)."""
+    batch = _rps(result.endpoints.get("contexts_batch_100"))
+    single = _rps(result.endpoints.get("context_samples"))
+    return batch * BATCH_TENANTS / single if batch and single else None
 
 
 # The mixed workload's targets: reads over at least this many tenants at this write rate.

@@ -4,15 +4,18 @@ ones the suite produces."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import msgspec
 import pytest
 
 from bench.__main__ import main
-from bench.http_suite import READS
+from bench.http_suite import BATCH_TENANTS, READS, read_targets
 from bench.results import Moves, RunResult, encode, load_run
-from bench.targets import JUDGED_READS, evaluate_targets
+from bench.seed import SeedReport
+from bench.shapes import SeedPlan
+from bench.targets import JUDGED_READS, TARGET_RULES, evaluate_targets
 
 RESULTS = sorted((Path(__file__).resolve().parent.parent / "bench" / "results").glob("*.json"))
 
@@ -40,3 +43,42 @@ def test_the_results_name_what_the_suite_measures() -> None:
     assert set(JUDGED_READS) <= {"get_tenant", *READS}
     move_labels = {"move_1", "move_1000", "move_10000", "move_100000"}
     assert move_labels <= set(Moves.__struct_fields__)
+
+
+def test_the_batch_context_read_is_judged_against_single_reads_of_the_same_tenants() -> None:
+    committed = load_run(RESULTS[0])
+    single = committed.endpoints["get_tenant"]
+    load = single.load
+    endpoints = {
+        **committed.endpoints,
+        "context_samples": single,
+        "contexts_batch_100": msgspec.structs.replace(
+            single, load=msgspec.structs.replace(load, rps=load.rps / 20)
+        ),
+    }
+    run = msgspec.structs.replace(committed, endpoints=endpoints, target_rules=TARGET_RULES)
+    judged = {t.target: t for t in evaluate_targets(run)}
+    batch = judged["batch context read of 100 vs single context reads"]
+    assert (batch.value, batch.met, batch.unit) == (5.0, False, "x tenants/s")
+    # Runs judged by earlier rules keep the targets they were written with.
+    earlier = msgspec.structs.replace(run, target_rules=2)
+    assert "batch context read of 100 vs single context reads" not in {
+        t.target for t in evaluate_targets(earlier)
+    }
+
+
+def test_batches_are_whole_and_name_sampled_tenants() -> None:
+    samples = [str(uuid.UUID(int=i)) for i in range(1, 251)]
+    seed = SeedReport(
+        plan=SeedPlan.for_total(10_000), tenants=10_000, closure_rows=0, config_entries=0,
+        permission_policies=0, generate_s=0, copy_s=0, index_s=0, total_s=0,
+        landmarks={}, depths={}, samples=samples,
+    )  # fmt: skip
+    targets = read_targets(seed)
+    batches = targets["contexts_batch_100"]
+    assert len(batches) == len(seed.samples) // BATCH_TENANTS
+    named = [tid for t in batches for tid in msgspec.json.decode(t.body or b"")["tenant_ids"]]
+    assert named == seed.samples[: len(named)]
+    assert [t.path for t in targets["context_samples"]] == [
+        f"/api/v1/tenants/{tid}/context" for tid in seed.samples
+    ]
