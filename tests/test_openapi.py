@@ -14,7 +14,7 @@ from openapi_spec_validator import validate
 from service.app import apis
 from service.base.errors import STATUS_BY_CODE
 from service.http.appkeys import ENDPOINTS
-from service.http.openapi import (
+from service.http.openapi.document import (
     IDEMPOTENCY_KEY,
     REF,
     absent_not_default,

@@ -9,7 +9,7 @@ from uuid import UUID
 from aiohttp import web
 
 from service.http.appkeys import use_cases
-from service.http.middleware import principal_of
+from service.http.middlewares.exchange import principal_of
 from service.http.requests import parse_query, path_uuid, read_body
 from service.http.responses import json_response
 from service.http.routing import Api

@@ -9,7 +9,7 @@ from aiohttp import web
 
 from service.auth.principal import Principal
 from service.http.appkeys import HEAVY_READS, use_cases
-from service.http.middleware import actor_of, principal_of
+from service.http.middlewares.exchange import actor_of, principal_of
 from service.http.ratecost import charge_items
 from service.http.requests import field_error, parse_query, path_uuid, read_body
 from service.http.responses import (

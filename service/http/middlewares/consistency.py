@@ -17,7 +17,7 @@ from service.db.consistency import (
     token_key,
 )
 from service.http.appkeys import DATABASE, ENDPOINTS, REPOSITORIES, SETTINGS
-from service.http.freshness import WRITE_POSITION, WRITE_REVISION
+from service.http.middlewares.freshness import WRITE_POSITION, WRITE_REVISION
 from service.http.routing import Handler, endpoint_for
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})

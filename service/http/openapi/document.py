@@ -33,7 +33,7 @@ import orjson
 
 from service.auth.authorization import required_scopes
 from service.base.errors import STATUS_BY_CODE
-from service.http.openapi_components import (
+from service.http.openapi.components import (
     HEADERS,
     JSON,
     PARAMETERS,
@@ -47,7 +47,7 @@ from service.http.openapi_components import (
     parameter_ref,
     response_ref,
 )
-from service.http.openapi_extras import Examples, links_of, webhooks
+from service.http.openapi.extras import Examples, links_of, webhooks
 from service.http.routing import Endpoint
 from service.schemas.common import CONFIG_KEY_PATTERN
 from service.views.errors import Error
@@ -62,7 +62,7 @@ AUTH_CODES = (
 BODY_CODES = ("VALIDATION_ERROR", "PAYLOAD_TOO_LARGE", "UNSUPPORTED_MEDIA_TYPE")
 # Anything behind the database can meet an outage (503) or a bug (500).
 SERVER_CODES = ("INTERNAL_ERROR", "SERVICE_UNAVAILABLE")
-# Every authenticated POST takes an Idempotency-Key (service/http/idempotency.py).
+# Every authenticated POST takes an Idempotency-Key (service/http/middlewares/idempotency.py).
 IDEMPOTENCY_CODES = ("VALIDATION_ERROR", "IDEMPOTENCY_KEY_REUSED", "IDEMPOTENCY_KEY_IN_USE")
 IDEMPOTENCY_KEY = parameter_ref("Idempotency-Key")
 _PARAM = re.compile(r"\{(\w+)(?::[^}]*)?\}")

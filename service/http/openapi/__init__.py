@@ -1,0 +1,2 @@
+"""The OpenAPI document: generated from the endpoint declarations (document.py), the parts
+every operation shares (components.py), and examples, links and webhooks (extras.py)."""
