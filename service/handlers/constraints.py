@@ -10,7 +10,7 @@ from aiohttp import web
 from service.http.appkeys import use_cases
 from service.http.middlewares.exchange import actor_of, principal_of
 from service.http.requests import parse_query, path_uuid, read_body
-from service.http.responses import json_response, next_page, raw_json_response
+from service.http.responses import json_page_response, json_response
 from service.http.routing import Api
 from service.http.streaming import stream_json_array
 from service.schemas.config import entry_key
@@ -197,8 +197,6 @@ async def list_resolved(request: web.Request) -> web.StreamResponse:
     resolved = use_cases(request).resolved_values
     if query.limit is not None:
         page = await resolved.page(principal, tenant_id, query, query.limit)
-        return raw_json_response(
-            page.body.text, headers=next_page(request, page.next_cursor, cursor_header=True)
-        )
+        return json_page_response(request, page)
     async with resolved.rows(principal, tenant_id, query, first_rows=500) as chunks:
         return await stream_json_array(request, chunks)
