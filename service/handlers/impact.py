@@ -11,7 +11,7 @@ from aiohttp import web
 
 from service.http.appkeys import use_cases
 from service.http.middlewares.exchange import principal_of
-from service.http.requests import parse_query, path_uuid, read_body
+from service.http.requests import parse_query, path_entry, path_uuid, read_body
 from service.http.responses import json_response
 from service.http.routing import Api
 from service.repositories.impact import OwnEntry, OwnPolicy, PolicyChange, ResolvedChange
@@ -19,7 +19,6 @@ from service.schemas.config import (
     ConfigPreviewBody,
     PermissionPreviewBody,
     PreviewQuery,
-    entry_key,
 )
 from service.schemas.tenants import TenantMove
 from service.usecases.entries.impact import EntryImpact, EntryPreview
@@ -52,8 +51,7 @@ async def _entry_preview(
 ) -> web.Response:
     """A config or permission preview: the same path, parameterised by the kind's body,
     use case and view."""
-    tenant_id = path_uuid(request)
-    key = entry_key(request.match_info["key"])
+    tenant_id, key = path_entry(request)
     query = parse_query(request, PreviewQuery)
     body = await read_body(request, body_type)
     preview = await impact.preview(principal_of(request), tenant_id, key, body, query)

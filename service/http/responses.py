@@ -52,6 +52,13 @@ def rendered_response(
     return web.Response(body=rendered.body, status=status, headers=all_headers)
 
 
+def put_response(view: Any, created: bool, location: str) -> web.Response:
+    """A PUT's answer: 201 with the Location of what it created, 200 when it replaced."""
+    if not created:
+        return json_response(view, status=200, headers={})
+    return json_response(view, status=201, headers={"Location": location})
+
+
 def raw_json_response(
     text: str, *, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> web.Response:
