@@ -14,9 +14,12 @@ from service.caches.key_cache import KeyCache
 from service.repositories.gdpr import PurgedRows
 from service.schemas.tenant_admin import PurgeBody
 from service.usecases.common.deps import Deps
-from service.usecases.common.recording import AuditRecord
 from service.usecases.common.tenant_access import visible
-from service.usecases.compliance.purging import forget_credentials, purge_tenant_rows
+from service.usecases.compliance.purging import (
+    forget_credentials,
+    purge_tenant_rows,
+    purged_record,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,18 +62,9 @@ class TenantPurge:
                 )
             ids = await self.deps.repos.gdpr.lock_subtree_for_purge(conn, tenant_id)
             purged = await purge_tenant_rows(conn, self.deps.repos, ids)
-            await self.deps.recorder.record(
-                conn,
-                actor,
-                AuditRecord(
-                    action="tenant.purged",
-                    resource_type="tenant",
-                    resource_id=tenant_id,
-                    tenant_id=tenant_id,
-                    # Only counts: the purged tenant's data must not survive in the log.
-                    changes={"redacted": True, "cascade": body.cascade, "counts": purged.counts},
-                ),
-            )
+            # Only counts: the purged tenant's data must not survive in the log.
+            changes = {"cascade": body.cascade, "counts": purged.counts}
+            await self.deps.recorder.record(conn, actor, purged_record(tenant_id, changes))
             return PurgeOutcome(tenant_id, purged)
 
         result = await self.deps.db.transaction(work)
