@@ -20,6 +20,7 @@ from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord
 from service.usecases.common.tenant_access import visible
 from service.usecases.keys.access import (
+    change_then_forget,
     changed_fields,
     owning_tenant,
     require_scopes,
@@ -109,9 +110,7 @@ class RoleManagement:
             await self._audit(conn, actor, "role.updated", after, {"before": old, "after": new})
             return after
 
-        result = await self.deps.db.transaction(work)
-        self.cache.invalidate_role(role_id)
-        return result
+        return await change_then_forget(self.deps.db, work, self.cache.invalidate_role, role_id)
 
     async def delete(self, principal: Principal, actor: Actor, role_id: UUID) -> None:
         async def work(conn: asyncpg.Connection) -> None:
@@ -139,8 +138,7 @@ class RoleManagement:
                 },
             )
 
-        await self.deps.db.transaction(work)
-        self.cache.invalidate_role(role_id)
+        await change_then_forget(self.deps.db, work, self.cache.invalidate_role, role_id)
 
     async def _refuse_stranded_holders(self, conn: asyncpg.Connection, role_id: UUID) -> None:
         """A key outside its role's subtree gets nothing from the role; deleting the role
