@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Protocol, TypeVar
+from uuid import UUID
+
+import asyncpg
 
 from service.auth.principal import Principal
 from service.base.errors import ServiceError, tenant_archived, tenant_not_found
 from service.base.etags import if_match_satisfied
 from service.repositories.tenants import TenantRow
+from service.usecases.common.deps import Deps
 from service.views.base import etag
 from service.views.tenants import Tenant
 
@@ -37,6 +43,17 @@ def active(node: N) -> N:
 
 def visible_active(principal: Principal, node: N | None) -> N:
     return active(visible(principal, node))
+
+
+@asynccontextmanager
+async def reading_active_tenant(
+    deps: Deps, principal: Principal, tenant_id: UUID
+) -> AsyncIterator[asyncpg.Connection]:
+    """A read connection (a replica's when one may answer) on which the tenant was found
+    visible to the caller and active: for reads of what a tenant holds."""
+    async with deps.db.read_connection() as conn:
+        visible_active(principal, await deps.repos.tenants.get_tenant(conn, tenant_id))
+        yield conn
 
 
 def check_if_match(if_match: str | None, tenant: TenantRow) -> None:

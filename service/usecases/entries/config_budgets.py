@@ -14,7 +14,7 @@ from service.base.errors import ServiceError
 from service.repositories.config_constraints import BudgetUse, ConfigBudget
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import Event
-from service.usecases.common.tenant_access import visible_active
+from service.usecases.common.tenant_access import reading_active_tenant
 from service.usecases.entries.constraints import ConfigConstraints, Written
 from service.usecases.entries.declarations import lock_declared_key, record_declaration
 
@@ -43,8 +43,7 @@ class ConfigBudgets:
     async def list_budgets(
         self, principal: Principal, tenant_id: UUID
     ) -> list[tuple[ConfigBudget, BudgetUse | None]]:
-        async with self.deps.db.read_connection() as conn:
-            visible_active(principal, await self.tenants.get_tenant(conn, tenant_id))
+        async with reading_active_tenant(self.deps, principal, tenant_id) as conn:
             budgets = await self.repo.list_config_budgets(conn, tenant_id)
             uses = await self._uses(conn, tenant_id, [b.key for b in budgets])
         return [(b, uses.get(b.key)) for b in budgets]
@@ -52,8 +51,7 @@ class ConfigBudgets:
     async def get(
         self, principal: Principal, tenant_id: UUID, key: str
     ) -> tuple[ConfigBudget, BudgetUse | None]:
-        async with self.deps.db.read_connection() as conn:
-            visible_active(principal, await self.tenants.get_tenant(conn, tenant_id))
+        async with reading_active_tenant(self.deps, principal, tenant_id) as conn:
             found = await self.repo.get_config_budget(conn, tenant_id, key)
             if found is None:
                 raise budget_not_found(key)

@@ -21,7 +21,7 @@ from service.repositories.config_constraints import FIRST_ID, ConfigSchema
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import Event
 from service.usecases.common.schema_cache import InvalidSchema, check_schema, schema_digest
-from service.usecases.common.tenant_access import visible_active
+from service.usecases.common.tenant_access import reading_active_tenant
 from service.usecases.entries.constraints import MAX_BREACHES, Breach, ConfigConstraints
 from service.usecases.entries.declarations import lock_declared_key, record_declaration
 
@@ -49,13 +49,11 @@ class ConfigSchemas:
         self.constraints = ConfigConstraints(deps)
 
     async def list_schemas(self, principal: Principal, tenant_id: UUID) -> list[ConfigSchema]:
-        async with self.deps.db.read_connection() as conn:
-            visible_active(principal, await self.tenants.get_tenant(conn, tenant_id))
+        async with reading_active_tenant(self.deps, principal, tenant_id) as conn:
             return await self.repo.list_config_schemas(conn, tenant_id)
 
     async def get(self, principal: Principal, tenant_id: UUID, key: str) -> ConfigSchema:
-        async with self.deps.db.read_connection() as conn:
-            visible_active(principal, await self.tenants.get_tenant(conn, tenant_id))
+        async with reading_active_tenant(self.deps, principal, tenant_id) as conn:
             found = await self.repo.get_config_schema(conn, tenant_id, key)
         if found is None:
             raise schema_not_found(key)
@@ -124,8 +122,7 @@ class ConfigSchemas:
     ) -> tuple[ConfigSchema, list[Breach], UUID | None]:
         """A page of the entries at the tenant and below that its schema of key refuses
         (judged now; an audit-only schema's report, or a check of an enforced one)."""
-        async with self.deps.db.read_connection() as conn:
-            visible_active(principal, await self.tenants.get_tenant(conn, tenant_id))
+        async with reading_active_tenant(self.deps, principal, tenant_id) as conn:
             schema = await self.repo.get_config_schema(conn, tenant_id, key)
             if schema is None:
                 raise schema_not_found(key)
