@@ -24,7 +24,7 @@ from service.usecases.entries.values import (
     check_reveal,
     encrypt_value,
     same_json,
-    shown_value,
+    shown_entry_value,
     try_decrypt,
 )
 from service.usecases.entries.writes import EntryStore, EntryWrites
@@ -96,16 +96,7 @@ class ConfigEntries:
         await self.constraints.check_budgets(conn, [Written(node.id, node.parent_id, {})], [key])
 
     def _shown(self, entry: ConfigEntryRow, reveal: bool) -> ShownEntry:
-        value = shown_value(
-            self.deps.keyring.encryptor,
-            tenant_id=entry.tenant_id,
-            key=entry.key,
-            value=entry.value,
-            encrypted_value=entry.encrypted_value,
-            sensitive=entry.sensitive,
-            reveal=reveal,
-        )
-        return ShownEntry(entry, value)
+        return ShownEntry(entry, shown_entry_value(self.deps.keyring.encryptor, entry, reveal))
 
     async def list_entries(
         self, principal: Principal, tenant_id: UUID, *, reveal: bool

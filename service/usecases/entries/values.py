@@ -12,6 +12,7 @@ from service.auth.principal import Principal
 from service.base.crypto import PURPOSE_CONFIG, DecryptionError, Encryptor, config_aad
 from service.base.errors import ServiceError
 from service.observability.logs import get_logger
+from service.repositories.config_entries import ConfigEntryRow
 from service.views.base import SENSITIVE_MASK
 
 log = get_logger("service.config_values")
@@ -73,3 +74,17 @@ def shown_value(
     if not reveal or encrypted_value is None:
         return SENSITIVE_MASK
     return decrypt_value(encryptor, tenant_id, key, encrypted_value)
+
+
+def shown_entry_value(encryptor: Encryptor, entry: ConfigEntryRow, reveal: bool) -> Any:
+    """A tenant's own config entry's value as shown: masked when sensitive, unless
+    revealed (a value no configured key opens is a server fault, a 500)."""
+    return shown_value(
+        encryptor,
+        tenant_id=entry.tenant_id,
+        key=entry.key,
+        value=entry.value,
+        encrypted_value=entry.encrypted_value,
+        sensitive=entry.sensitive,
+        reveal=reveal,
+    )
