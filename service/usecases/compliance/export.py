@@ -21,7 +21,7 @@ from service.repositories.config_entries import ConfigEntryRow
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord
 from service.usecases.common.tenant_access import visible
-from service.usecases.entries.values import shown_entry_value
+from service.usecases.entries.values import shown_value
 from service.views.compliance import AuditEntry, Consent, ExportedChild, TenantExport
 from service.views.entries import ConfigEntry, PermissionPolicy
 from service.views.keys import ApiKey, Role
@@ -39,7 +39,7 @@ class TenantExports:
 
     def _shown(self, entry: ConfigEntryRow, reveal: bool) -> Any:
         # A value no configured key opens is a server fault (500), as on the config endpoints.
-        return shown_entry_value(self.deps.keyring.encryptor, entry, reveal)
+        return shown_value(self.deps.keyring.encryptor, entry, entry.tenant_id, reveal)
 
     async def _all_keys(self, conn: asyncpg.Connection, tenant_id: UUID) -> list[StoredKey]:
         """Every key of the tenant, revoked ones included, a keyset page at a time."""

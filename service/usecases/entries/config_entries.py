@@ -24,7 +24,7 @@ from service.usecases.entries.values import (
     check_reveal,
     encrypt_value,
     same_json,
-    shown_entry_value,
+    shown_value,
     try_decrypt,
 )
 from service.usecases.entries.writes import EntryStore, EntryWrites
@@ -96,7 +96,8 @@ class ConfigEntries:
         await self.constraints.check_budgets(conn, [Written(node.id, node.parent_id, {})], [key])
 
     def _shown(self, entry: ConfigEntryRow, reveal: bool) -> ShownEntry:
-        return ShownEntry(entry, shown_entry_value(self.deps.keyring.encryptor, entry, reveal))
+        value = shown_value(self.deps.keyring.encryptor, entry, entry.tenant_id, reveal)
+        return ShownEntry(entry, value)
 
     async def list_entries(
         self, principal: Principal, tenant_id: UUID, *, reveal: bool
