@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable, Mapping
 
 import asyncpg
 
+from service.base.tasks import cancel_and_wait
+
 PING_SECONDS = 5.0
 CONNECT_TIMEOUT_SECONDS = 5.0
 MAX_PAUSE_SECONDS = 5.0
@@ -71,11 +73,8 @@ class ListeningConnection:
             await asyncio.wait_for(self.connected.wait(), wait_seconds)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         await self._close()
 
     async def _run(self, dsn: str) -> None:
