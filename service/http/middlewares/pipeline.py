@@ -22,7 +22,7 @@ from aiohttp import hdrs, web
 from aiohttp.typedefs import Middleware
 
 from service.auth.authenticator import Authenticator
-from service.auth.authorization import authorize, required_scopes
+from service.auth.authorization import SAFE_METHODS, authorize, required_scopes
 from service.auth.challenges import challenge
 from service.base.errors import RetryTransaction, ServiceError
 from service.db.consistency import HEADER
@@ -37,7 +37,6 @@ from service.observability.metrics import Metrics
 from service.settings.reader import IPNetwork
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 class Pipeline:
