@@ -21,7 +21,12 @@ from service.schemas.config import (
     PreviewQuery,
 )
 from service.schemas.tenants import TenantMove
-from service.usecases.entries.impact import EntryImpact, EntryPreview
+from service.usecases.entries.impact import (
+    ChangedTenant,
+    EntryImpact,
+    EntryPreview,
+    PreviewBody,
+)
 from service.views.impact import (
     ConfigChangePreview,
     MovePreview,
@@ -38,8 +43,8 @@ api = Api("config")
 ERRORS = ("VALIDATION_ERROR", "TENANT_NOT_FOUND", "TENANT_ARCHIVED")
 
 
-B = TypeVar("B")
-C = TypeVar("C")
+B = TypeVar("B", bound=PreviewBody)
+C = TypeVar("C", bound=ChangedTenant)
 S = TypeVar("S")
 
 
