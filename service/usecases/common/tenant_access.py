@@ -10,9 +10,9 @@ from uuid import UUID
 import asyncpg
 
 from service.auth.principal import Principal
-from service.base.errors import ServiceError, tenant_archived, tenant_not_found
+from service.base.errors import RetryTransaction, ServiceError, tenant_archived, tenant_not_found
 from service.base.etags import if_match_satisfied
-from service.repositories.tenants import TenantRow
+from service.repositories.tenants import TenantNode, TenantRow, TenantsRepository
 from service.usecases.common.deps import Deps
 from service.views.base import etag
 from service.views.tenants import Tenant
@@ -43,6 +43,20 @@ def active(node: N) -> N:
 
 def visible_active(principal: Principal, node: N | None) -> N:
     return active(visible(principal, node))
+
+
+async def lock_tree_of(
+    conn: asyncpg.Connection, tenants: TenantsRepository, principal: Principal, tenant_id: UUID
+) -> TenantNode:
+    """The tenant (404 outside the caller's subtree) once its tree's root is locked
+    exclusively, read again under the lock: a move to another tree before the lock
+    restarts the transaction."""
+    seen = visible(principal, (await tenants.get_tenant_nodes(conn, [tenant_id])).get(tenant_id))
+    await tenants.lock_tree_roots_exclusive(conn, [seen.root_id])
+    node = visible(principal, await tenants.get_tenant_node(conn, tenant_id))
+    if node.root_id != seen.root_id:
+        raise RetryTransaction  # moved to another tree before the lock
+    return node
 
 
 @asynccontextmanager

@@ -9,12 +9,12 @@ from uuid import UUID
 import asyncpg
 
 from service.auth.principal import Actor, Principal
-from service.base.errors import RetryTransaction, ServiceError, validation_error
+from service.base.errors import ServiceError, validation_error
 from service.caches.key_cache import KeyCache
 from service.repositories.gdpr import PurgedRows
 from service.schemas.tenant_admin import PurgeBody
 from service.usecases.common.deps import Deps
-from service.usecases.common.tenant_access import visible
+from service.usecases.common.tenant_access import lock_tree_of
 from service.usecases.compliance.purging import (
     forget_credentials,
     purge_tenant_rows,
@@ -42,13 +42,7 @@ class TenantPurge:
         self, principal: Principal, actor: Actor, tenant_id: UUID, body: PurgeBody
     ) -> PurgeOutcome:
         async def work(conn: asyncpg.Connection) -> PurgeOutcome:
-            seen = visible(
-                principal, (await self.tenants.get_tenant_nodes(conn, [tenant_id])).get(tenant_id)
-            )
-            await self.tenants.lock_tree_roots_exclusive(conn, [seen.root_id])
-            node = visible(principal, await self.tenants.get_tenant_node(conn, tenant_id))
-            if node.root_id != seen.root_id:
-                raise RetryTransaction  # moved to another tree before the lock
+            await lock_tree_of(conn, self.tenants, principal, tenant_id)
             tenant = await self.tenants.get_tenant(conn, tenant_id)
             assert tenant is not None
             if body.confirm != tenant.slug:
