@@ -14,10 +14,12 @@ from service.auth.principal import Principal
 from service.base.durations import InvalidDuration, parse_duration
 from service.base.errors import RetryTransaction, ServiceError, validation_error
 from service.base.timefmt import iso_or_none
+from service.caches.key_cache import KeyCache
 from service.db.pool import Database
 from service.repositories.api_keys import ApiKeyRow, StoredKey
 from service.repositories.roles import RoleRow
 from service.repositories.tenants import TenantNode, TenantsRepository
+from service.usecases.common.deps import Deps
 from service.usecases.common.tenant_access import visible_active
 
 T = TypeVar("T")
@@ -180,3 +182,15 @@ async def change_then_forget(
     result = await db.transaction(work)
     forget(changed)
     return result
+
+
+class KeyStoreChanges:
+    """The base of the key and role changes: the repositories they use, and the key
+    cache they drop a changed key or role from after the commit (change_then_forget)."""
+
+    def __init__(self, deps: Deps, cache: KeyCache) -> None:
+        self.deps = deps
+        self.cache = cache
+        self.keys = deps.repos.api_keys
+        self.roles = deps.repos.roles
+        self.tenants = deps.repos.tenants

@@ -19,13 +19,12 @@ from service.auth.keys import default_environment
 from service.auth.principal import Actor, Principal
 from service.base.errors import ServiceError, validation_error
 from service.base.timefmt import iso
-from service.caches.key_cache import KeyCache
 from service.repositories.api_keys import KeySettings, StoredKey
 from service.repositories.roles import RoleRow
 from service.schemas.api_keys import ApiKeyCreate, ApiKeyPatch
-from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord
 from service.usecases.keys.access import (
+    KeyStoreChanges,
     change_then_forget,
     changed_fields,
     check_expiry,
@@ -52,14 +51,7 @@ class CreatedKey:
     plaintext: str
 
 
-class ApiKeyCommands:
-    def __init__(self, deps: Deps, cache: KeyCache) -> None:
-        self.deps = deps
-        self.cache = cache
-        self.keys = deps.repos.api_keys
-        self.roles = deps.repos.roles
-        self.tenants = deps.repos.tenants
-
+class ApiKeyCommands(KeyStoreChanges):
     async def create(self, principal: Principal, actor: Actor, body: ApiKeyCreate) -> CreatedKey:
         seconds = window_seconds(body.rate_limit_window)
         check_expiry(body.expires_at)

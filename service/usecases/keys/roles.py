@@ -13,13 +13,12 @@ from msgspec import UNSET
 from service.auth.principal import Actor, Principal
 from service.base.errors import ServiceError
 from service.base.ids import uuid7
-from service.caches.key_cache import KeyCache
 from service.repositories.roles import NewRole, RoleRow
 from service.schemas.api_keys import ListRolesQuery, RoleCreate, RolePatch
-from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord
 from service.usecases.common.tenant_access import visible
 from service.usecases.keys.access import (
+    KeyStoreChanges,
     change_then_forget,
     changed_fields,
     owning_tenant,
@@ -38,14 +37,7 @@ def _audit_view(role: RoleRow) -> dict[str, Any]:
     }
 
 
-class RoleManagement:
-    def __init__(self, deps: Deps, cache: KeyCache) -> None:
-        self.deps = deps
-        self.cache = cache
-        self.roles = deps.repos.roles
-        self.keys = deps.repos.api_keys
-        self.tenants = deps.repos.tenants
-
+class RoleManagement(KeyStoreChanges):
     async def get(self, principal: Principal, role_id: UUID) -> RoleRow:
         return visible_role(
             principal, await self.deps.db.read(lambda c: self.roles.get_role(c, role_id))
