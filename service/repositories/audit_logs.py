@@ -10,7 +10,6 @@ from uuid import UUID
 
 import asyncpg
 
-from service.db.queries import Query
 from service.db.repository import NamedSql, Repository
 from service.repositories.outbox import NewAuditEntry
 
@@ -52,7 +51,17 @@ class AuditLogsRepository(Repository):
     async def list_audit_logs(
         self, conn: asyncpg.Connection, f: AuditFilter, *, cursor: UUID | None, limit: int
     ) -> list[AuditEntryRow]:
-        return await self._page(self._list, conn, f, cursor, limit)
+        rows = await self._list.many(
+            conn,
+            cursor_id=cursor,
+            action=f.action,
+            resource_type=f.resource_type,
+            actor_id=f.actor_id,
+            created_from=f.created_from,
+            created_to=f.created_to,
+            page_size=limit,
+        )
+        return [_entry(r) for r in rows]
 
     async def list_tenant_audit_logs(
         self,
@@ -64,7 +73,18 @@ class AuditLogsRepository(Repository):
         limit: int | None,
     ) -> list[AuditEntryRow]:
         """One tenant's entries, newest first; limit None returns every one."""
-        return await self._page(self._list_tenant, conn, f, cursor, limit, tenant_id=tenant_id)
+        rows = await self._list_tenant.many(
+            conn,
+            tenant_id=tenant_id,
+            cursor_id=cursor,
+            action=f.action,
+            resource_type=f.resource_type,
+            actor_id=f.actor_id,
+            created_from=f.created_from,
+            created_to=f.created_to,
+            page_size=limit,
+        )
+        return [_entry(r) for r in rows]
 
     async def list_subtree_audit_logs(
         self,
@@ -75,22 +95,9 @@ class AuditLogsRepository(Repository):
         cursor: UUID | None,
         limit: int,
     ) -> list[AuditEntryRow]:
-        return await self._page(self._list_subtree, conn, f, cursor, limit, root_id=root_id)
-
-    @staticmethod
-    async def _page(
-        query: Query,
-        conn: asyncpg.Connection,
-        f: AuditFilter,
-        cursor: UUID | None,
-        limit: int | None,
-        **scope: UUID,
-    ) -> list[AuditEntryRow]:
-        """A keyset page of entries: the three lists differ only in their scope (all,
-        one tenant's, a subtree's), so they share the filters and this one call."""
-        rows = await query.many(
+        rows = await self._list_subtree.many(
             conn,
-            **scope,
+            root_id=root_id,
             cursor_id=cursor,
             action=f.action,
             resource_type=f.resource_type,
