@@ -17,11 +17,11 @@ from service.http.appkeys import ENDPOINTS
 from service.http.openapi.document import (
     IDEMPOTENCY_KEY,
     REF,
-    absent_not_default,
     build_document,
     check_response,
     openapi_path,
 )
+from service.http.openapi.schemas import absent_not_default
 
 METHODS = {"get", "put", "post", "delete", "patch", "options", "head", "trace"}
 
