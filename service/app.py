@@ -44,15 +44,15 @@ from service.handlers import (
     webhooks,
 )
 from service.http import appkeys as keys
-from service.http.bulkheads import WriteBulkhead
-from service.http.consistency import consistency
-from service.http.data_layers import data_layers
 from service.http.event_streams import StreamSlots
-from service.http.freshness import forget_reads_after_writes
 from service.http.heavy_reads import HeavyReads
-from service.http.idempotency import idempotency
-from service.http.openapi import DocumentCache
-from service.http.pipeline import Pipeline
+from service.http.middlewares.bulkheads import WriteBulkhead
+from service.http.middlewares.consistency import consistency
+from service.http.middlewares.data_layers import data_layers
+from service.http.middlewares.freshness import forget_reads_after_writes
+from service.http.middlewares.idempotency import idempotency
+from service.http.middlewares.pipeline import Pipeline
+from service.http.openapi.document import DocumentCache
 from service.http.routing import Api, register
 from service.observability import tracing
 from service.observability.logs import get_logger

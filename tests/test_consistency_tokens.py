@@ -13,7 +13,7 @@ from aiohttp.test_utils import TestClient
 
 from service.app import create_app
 from service.db.consistency import decode_token, encode_token, token_key
-from service.http.openapi_components import PARAMETERS
+from service.http.openapi.components import PARAMETERS
 from service.settings.options import Settings
 from tests.conftest import HMAC_SECRET, base_env
 from tests.support.api import create_tenant

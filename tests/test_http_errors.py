@@ -112,7 +112,7 @@ async def test_every_answer_carries_a_request_id(client: TestClient, admin) -> N
 async def test_every_path_and_method_no_route_takes_is_the_same_json_404(
     client: TestClient,
 ) -> None:
-    """Requests go through one composed handler per route (service/http/pipeline.py),
+    """Requests go through one composed handler per route (service/http/middlewares/pipeline.py),
     with no aiohttp middleware: a path no route matches reaches the last, catch-all
     route, and is answered as any other error, whatever the method."""
     assert list(client.app.middlewares) == []

@@ -14,14 +14,14 @@ from openapi_spec_validator import validate
 from service.app import apis
 from service.base.errors import STATUS_BY_CODE
 from service.http.appkeys import ENDPOINTS
-from service.http.openapi import (
+from service.http.openapi.document import (
     IDEMPOTENCY_KEY,
     REF,
-    absent_not_default,
     build_document,
     check_response,
     openapi_path,
 )
+from service.http.openapi.schemas import absent_not_default
 
 METHODS = {"get", "put", "post", "delete", "patch", "options", "head", "trace"}
 

@@ -43,7 +43,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from service.app import apis
-from service.http.openapi import build_document
+from service.http.openapi.document import build_document
 from service.http.routing import register
 from tests.conftest import HMAC_SECRET, base_env
 from tests.schemathesis_hooks import (

@@ -19,7 +19,7 @@ from aiohttp.test_utils import TestClient
 from service.app import create_app
 from service.caches.read_cache import Kind, ReadCache
 from service.http.appkeys import READ_CACHE, REPOSITORIES
-from service.http.freshness import hear_own_changes
+from service.http.middlewares.freshness import hear_own_changes
 from service.settings.options import Settings
 from tests.support.api import create_tenant, get_json, move, unique_slug
 from tests.support.entries import context, put_config

@@ -11,7 +11,7 @@ Order of work, cheapest first (docs/api.md, Authentication and scopes):
    over its lookup budget still has its keys looked up, one at a time per process, so
    a flood of forged keys from it costs at most one database connection.
 4. A valid caller counts against its own bucket (the key's limits, else the defaults).
-The address is the client's as TRUSTED_PROXIES establishes it (service/http/clients.py).
+The address is the client's as TRUSTED_PROXIES establishes it (service/http/middlewares/clients.py).
 """
 
 from __future__ import annotations

@@ -10,11 +10,11 @@ minute earlier, so several processes together still write once a minute per key.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
+from service.base.tasks import cancel_and_wait
 from service.db.pool import Database
 from service.observability.logs import get_logger
 from service.repositories.api_keys import ApiKeysRepository
@@ -69,11 +69,8 @@ class UsageRecorder:
         self._task = asyncio.create_task(self._run(), name="api-key-usage-writer")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         if self._pending and not await self.flush():
             log.error(
                 "last_used_at of some keys could not be written before shutdown",

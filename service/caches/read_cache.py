@@ -11,7 +11,7 @@ Freshness (docs/decisions/caching.md):
   whole subtree that moved. Everything else stays cached. A change is seen everywhere
   within the listener's delivery time; while the listener is down the cache is off.
 - A writing request waits, before its answer leaves, until this process has heard the
-  announcements of its own commits (service/http/freshness.py), so a client reads its
+  announcements of its own commits (service/http/middlewares/freshness.py), so a client reads its
   own writes.
 - A read that was running while a change touching it was announced may have seen the
   old rows: put() refuses it. Changes are numbered (the generation) and the recent ones

@@ -56,6 +56,8 @@ Connection = asyncpg.Connection
 _RETRYABLE = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError, RetryTransaction)
 MAX_TRANSACTION_ATTEMPTS = 8
 Isolation = Literal["read_committed", "repeatable_read", "serializable"]
+# A connection taken from a usable replica's pool: the replica, its pool, the connection.
+ReplicaConnection = tuple[Replica, asyncpg.Pool, asyncpg.Connection]
 
 
 async def _retrying(attempt: Callable[[], Awaitable[T]]) -> T:
@@ -193,19 +195,8 @@ class Database:
         taken = await self._replica_connection()
         if taken is None:
             raise service_unavailable()
-        replica, pool, conn = taken
-        try:
-            try:
-                with discarding_broken(conn):
-                    return await fn(conn)
-            finally:
-                await _give_back(pool, conn)
-        except Exception as exc:
-            if not _replica_trouble(exc):
-                raise
-            if not _recovery_conflict(exc):
-                await self.replicas.failed_read(replica, exc)
-            raise service_unavailable() from exc
+        async with self._on_replica(taken, fall_back=False) as conn:
+            return await fn(conn)
 
     async def read_replayed(
         self, fn: Callable[[asyncpg.Connection], Awaitable[T]]
@@ -220,21 +211,11 @@ class Database:
     ) -> tuple[T, int | None]:
         taken = await self._replica_connection()
         if taken is not None:
-            replica, pool, conn = taken
-            try:
-                try:
-                    with discarding_broken(conn):
-                        replayed = 0
-                        if positioned:
-                            replayed = await self._positions.replayed_position(conn)
-                        return await fn(conn), replayed
-                finally:
-                    await _give_back(pool, conn)
-            except Exception as exc:
-                if not _replica_trouble(exc):
-                    raise
-                if not _recovery_conflict(exc):
-                    await self.replicas.failed_read(replica, exc)
+            async with self._on_replica(taken, fall_back=True) as conn:
+                replayed = 0
+                if positioned:
+                    replayed = await self._positions.replayed_position(conn)
+                return await fn(conn), replayed
         return await self.run(fn), None
 
     @asynccontextmanager
@@ -246,6 +227,17 @@ class Database:
             async with self.connection() as conn:
                 yield conn
             return
+        async with self._on_replica(taken, fall_back=False) as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def _on_replica(
+        self, taken: ReplicaConnection, *, fall_back: bool
+    ) -> AsyncIterator[asyncpg.Connection]:
+        """The connection of `taken`, given back to its replica's pool after use. When
+        the replica fails the read, it is skipped from then on (not for a recovery
+        conflict: the replica is fine) and the read answers 503 (retry); or, with
+        `fall_back`, the error is swallowed and the caller reads on the primary."""
         replica, pool, conn = taken
         try:
             try:
@@ -258,11 +250,10 @@ class Database:
                 raise
             if not _recovery_conflict(exc):
                 await self.replicas.failed_read(replica, exc)
-            raise service_unavailable() from exc
+            if not fall_back:
+                raise service_unavailable() from exc
 
-    async def _replica_connection(
-        self,
-    ) -> tuple[Replica, asyncpg.Pool, asyncpg.Connection] | None:
+    async def _replica_connection(self) -> ReplicaConnection | None:
         """A connection of a usable replica, or None: the primary reads. A replica that
         cannot connect is skipped from then on; one whose pool is busy, for this read."""
         held = current_hold()

@@ -25,6 +25,7 @@ from typing import Any
 import asyncpg
 
 from service.base.errors import ServiceError
+from service.base.tasks import cancel_and_wait
 from service.db.errors import is_unavailable
 from service.db.pool import connect
 from service.observability.logs import get_logger
@@ -91,9 +92,7 @@ class DeliveryWorker:
             try:
                 await asyncio.wait_for(asyncio.shield(self._loop), self.timeout + 5)
             except TimeoutError:
-                self._loop.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._loop
+                await cancel_and_wait(self._loop)
         pending = set(self._inflight)
         if pending:
             _, pending = await asyncio.wait(pending, timeout=self.timeout + 1)

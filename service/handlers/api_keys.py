@@ -6,9 +6,9 @@ from __future__ import annotations
 from aiohttp import web
 
 from service.http.appkeys import use_cases
-from service.http.middleware import actor_of, principal_of
+from service.http.middlewares.exchange import actor_of, principal_of
 from service.http.requests import parse_query, path_uuid, read_body, read_optional_body
-from service.http.responses import json_response, next_page
+from service.http.responses import json_response, page_response
 from service.http.routing import Api
 from service.schemas.api_keys import (
     ApiKeyCreate,
@@ -60,14 +60,7 @@ async def create_api_key(request: web.Request) -> web.Response:
 async def list_api_keys(request: web.Request) -> web.Response:
     query = parse_query(request, ListApiKeysQuery)
     page = await use_cases(request).api_key_queries.list_page(principal_of(request), query)
-    return json_response(
-        ApiKeyPage(
-            data=[ApiKey.of(k) for k in page.items],
-            next_cursor=page.next_cursor,
-            has_more=page.has_more,
-        ),
-        headers=next_page(request, page.next_cursor),
-    )
+    return page_response(request, ApiKeyPage, [ApiKey.of(k) for k in page.items], page)
 
 
 # Declared before /api/v1/api-keys/{id}: routes match in order.

@@ -6,7 +6,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from service.http.appkeys import use_cases
-from service.http.middleware import principal_of
+from service.http.middlewares.exchange import principal_of
 from service.http.requests import parse_query, path_uuid
 from service.http.responses import json_response, next_page
 from service.http.routing import Api

@@ -6,16 +6,16 @@ from __future__ import annotations
 from aiohttp import web
 
 from service.http.appkeys import SETTINGS, use_cases
-from service.http.middleware import actor_of, principal_of
+from service.http.middlewares.exchange import actor_of, principal_of
 from service.http.requests import parse_query, path_uuid, read_body, read_optional_body
-from service.http.responses import json_response, next_page
+from service.http.responses import json_response, page_response
 from service.http.routing import Api
 from service.schemas.change_requests import (
     ChangeRequestCreate,
     ListChangeRequestsQuery,
     ReviewBody,
 )
-from service.usecases.changes.requests import Shown, ShownPage
+from service.usecases.changes.requests import Shown
 from service.views.changes import ChangeRequest, ChangeRequestPage, ImpactDriftError
 
 api = Api("change-requests")
@@ -32,14 +32,6 @@ ONE_ERRORS = ("VALIDATION_ERROR", "CHANGE_REQUEST_NOT_FOUND")
 def _view(request: web.Request, shown: Shown) -> ChangeRequest:
     needed = request.app[SETTINGS].change_request_approvals
     return ChangeRequest.of(shown.request, shown.reviews, needed)
-
-
-def _page(request: web.Request, page: ShownPage) -> ChangeRequestPage:
-    return ChangeRequestPage(
-        data=[_view(request, s) for s in page.items],
-        next_cursor=page.next_cursor,
-        has_more=page.has_more,
-    )
 
 
 @api.route(
@@ -69,9 +61,8 @@ async def create_change_request(request: web.Request) -> web.Response:
 async def list_change_requests(request: web.Request) -> web.Response:
     query = parse_query(request, ListChangeRequestsQuery)
     page = await use_cases(request).change_requests.list_page(principal_of(request), query)
-    return json_response(
-        _page(request, page), headers=next_page(request, page.next_cursor, cursor_header=True)
-    )
+    data = [_view(request, s) for s in page.items]
+    return page_response(request, ChangeRequestPage, data, page, cursor_header=True)
 
 
 @api.route(

@@ -5,11 +5,11 @@ from __future__ import annotations
 from aiohttp import web
 
 from service.http.appkeys import use_cases
-from service.http.middleware import actor_of, principal_of
-from service.http.requests import parse_query, path_uuid, read_body
-from service.http.responses import json_response
+from service.http.middlewares.exchange import actor_of, principal_of
+from service.http.requests import parse_query, path_entry, path_uuid, read_body
+from service.http.responses import json_response, put_response
 from service.http.routing import Api
-from service.schemas.config import ConfigPut, PermissionPut, RevealQuery, entry_key
+from service.schemas.config import ConfigPut, PermissionPut, RevealQuery
 from service.views.entries import ConfigEntry, PermissionPolicy
 
 api = Api("config")
@@ -44,8 +44,7 @@ async def list_config(request: web.Request) -> web.Response:
     response=ConfigEntry, errors=(*REVEAL_ERRORS, "CONFIG_NOT_FOUND"),
 )  # fmt: skip
 async def get_config(request: web.Request) -> web.Response:
-    tenant_id = path_uuid(request)
-    key = entry_key(request.match_info["key"])
+    tenant_id, key = path_entry(request)
     query = parse_query(request, RevealQuery)
     shown = await use_cases(request).config_entries.get(
         principal_of(request), tenant_id, key, reveal=query.reveal
@@ -61,16 +60,13 @@ async def get_config(request: web.Request) -> web.Response:
             "BUDGET_NOT_NUMERIC"),
 )  # fmt: skip
 async def put_config(request: web.Request) -> web.Response:
-    tenant_id = path_uuid(request)
-    key = entry_key(request.match_info["key"])
+    tenant_id, key = path_entry(request)
     body = await read_body(request, ConfigPut)
     shown, created = await use_cases(request).config_entries.put(
         principal_of(request), actor_of(request), tenant_id, key, body
     )
-    headers = {"Location": f"/api/v1/tenants/{tenant_id}/config/{key}"} if created else {}
-    return json_response(
-        ConfigEntry.of(shown.entry, shown.value), status=201 if created else 200, headers=headers
-    )
+    location = f"/api/v1/tenants/{tenant_id}/config/{key}"
+    return put_response(ConfigEntry.of(shown.entry, shown.value), created, location)
 
 
 @api.route(
@@ -78,8 +74,7 @@ async def put_config(request: web.Request) -> web.Response:
     errors=(*READ_ERRORS, "CONFIG_NOT_FOUND", "CONFIG_LOCKED", "BUDGET_EXCEEDED"),
 )  # fmt: skip
 async def delete_config(request: web.Request) -> web.Response:
-    tenant_id = path_uuid(request)
-    key = entry_key(request.match_info["key"])
+    tenant_id, key = path_entry(request)
     await use_cases(request).config_entries.delete(
         principal_of(request), actor_of(request), tenant_id, key
     )
@@ -103,8 +98,7 @@ async def list_permissions(request: web.Request) -> web.Response:
     response=PermissionPolicy, errors=(*READ_ERRORS, "PERMISSION_NOT_FOUND"),
 )  # fmt: skip
 async def get_permission(request: web.Request) -> web.Response:
-    tenant_id = path_uuid(request)
-    key = entry_key(request.match_info["key"])
+    tenant_id, key = path_entry(request)
     policy = await use_cases(request).permission_policies.get(principal_of(request), tenant_id, key)
     return json_response(PermissionPolicy.of(policy))
 
@@ -117,16 +111,13 @@ async def get_permission(request: web.Request) -> web.Response:
     errors=(*READ_ERRORS, "PERMISSION_LOCKED"),
 )  # fmt: skip
 async def put_permission(request: web.Request) -> web.Response:
-    tenant_id = path_uuid(request)
-    key = entry_key(request.match_info["key"])
+    tenant_id, key = path_entry(request)
     body = await read_body(request, PermissionPut)
     policy, created = await use_cases(request).permission_policies.put(
         principal_of(request), actor_of(request), tenant_id, key, body
     )
-    headers = {"Location": f"/api/v1/tenants/{tenant_id}/permissions/{key}"} if created else {}
-    return json_response(
-        PermissionPolicy.of(policy), status=201 if created else 200, headers=headers
-    )
+    location = f"/api/v1/tenants/{tenant_id}/permissions/{key}"
+    return put_response(PermissionPolicy.of(policy), created, location)
 
 
 @api.route(
@@ -134,8 +125,7 @@ async def put_permission(request: web.Request) -> web.Response:
     errors=(*READ_ERRORS, "PERMISSION_NOT_FOUND", "PERMISSION_LOCKED"),
 )  # fmt: skip
 async def delete_permission(request: web.Request) -> web.Response:
-    tenant_id = path_uuid(request)
-    key = entry_key(request.match_info["key"])
+    tenant_id, key = path_entry(request)
     await use_cases(request).permission_policies.delete(
         principal_of(request), actor_of(request), tenant_id, key
     )

@@ -6,7 +6,7 @@ import msgspec
 from aiohttp import web
 
 from service.http.appkeys import use_cases
-from service.http.middleware import actor_of, principal_of
+from service.http.middlewares.exchange import actor_of, principal_of
 from service.http.requests import field_error, parse_query, path_uuid, read_body, validation_failed
 from service.http.responses import json_response
 from service.http.routing import Api

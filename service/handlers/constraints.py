@@ -8,12 +8,11 @@ from uuid import UUID
 from aiohttp import web
 
 from service.http.appkeys import use_cases
-from service.http.middleware import actor_of, principal_of
-from service.http.requests import parse_query, path_uuid, read_body
-from service.http.responses import json_response, next_page, raw_json_response
+from service.http.middlewares.exchange import actor_of, principal_of
+from service.http.requests import parse_query, path_entry, path_uuid, read_body
+from service.http.responses import json_page_response, json_response, put_response
 from service.http.routing import Api
 from service.http.streaming import stream_json_array
-from service.schemas.config import entry_key
 from service.schemas.constraints import (
     ConfigBudgetPut,
     ConfigSchemaPut,
@@ -35,16 +34,9 @@ SCHEMAS_PATH = "/api/v1/tenants/{id}/config-schemas"
 BUDGETS_PATH = "/api/v1/tenants/{id}/config-budgets"
 
 
-def _tenant_key(request: web.Request) -> tuple[UUID, str]:
-    return path_uuid(request), entry_key(request.match_info["key"])
-
-
 def _declared(view: Any, created: bool, path: str, tenant_id: UUID, key: str) -> web.Response:
     """201 with the Location of what a PUT declared; 200 when it replaced a declaration."""
-    if not created:
-        return json_response(view, status=200, headers={})
-    location = f"{path.replace('{id}', str(tenant_id))}/{key}"
-    return json_response(view, status=201, headers={"Location": location})
+    return put_response(view, created, f"{path.replace('{id}', str(tenant_id))}/{key}")
 
 
 @api.route(
@@ -63,9 +55,7 @@ async def list_schemas(request: web.Request) -> web.Response:
     response=ConfigSchemaView, errors=(*READ_ERRORS, "CONFIG_SCHEMA_NOT_FOUND"),
 )  # fmt: skip
 async def get_schema(request: web.Request) -> web.Response:
-    row = await use_cases(request).config_schemas.get(
-        principal_of(request), path_uuid(request), entry_key(request.match_info["key"])
-    )
+    row = await use_cases(request).config_schemas.get(principal_of(request), *path_entry(request))
     return json_response(ConfigSchemaView.of(row))
 
 
@@ -78,7 +68,7 @@ async def get_schema(request: web.Request) -> web.Response:
     errors=(*READ_ERRORS, "CONFIG_SCHEMA_CONFLICT"),
 )  # fmt: skip
 async def put_schema(request: web.Request) -> web.Response:
-    tenant_id, key = _tenant_key(request)
+    tenant_id, key = path_entry(request)
     query = parse_query(request, ConfigSchemaQuery)
     body = await read_body(request, ConfigSchemaPut)
     row, created = await use_cases(request).config_schemas.put(
@@ -93,7 +83,7 @@ async def put_schema(request: web.Request) -> web.Response:
     status=204, errors=(*READ_ERRORS, "CONFIG_SCHEMA_NOT_FOUND"),
 )  # fmt: skip
 async def delete_schema(request: web.Request) -> web.Response:
-    tenant_id, key = _tenant_key(request)
+    tenant_id, key = path_entry(request)
     await use_cases(request).config_schemas.delete(
         principal_of(request), actor_of(request), tenant_id, key
     )
@@ -111,8 +101,7 @@ async def schema_violations(request: web.Request) -> web.Response:
     query = parse_query(request, ViolationsQuery)
     schema, found, rest = await use_cases(request).config_schemas.violations(
         principal_of(request),
-        path_uuid(request),
-        entry_key(request.match_info["key"]),
+        *path_entry(request),
         cursor=query.cursor,
         limit=query.limit,
     )
@@ -147,7 +136,7 @@ async def list_budgets(request: web.Request) -> web.Response:
 )  # fmt: skip
 async def get_budget(request: web.Request) -> web.Response:
     budget, use = await use_cases(request).config_budgets.get(
-        principal_of(request), path_uuid(request), entry_key(request.match_info["key"])
+        principal_of(request), *path_entry(request)
     )
     return json_response(ConfigBudgetView.of(budget, use))
 
@@ -161,7 +150,7 @@ async def get_budget(request: web.Request) -> web.Response:
     errors=(*READ_ERRORS, "BUDGET_EXCEEDED", "BUDGET_NOT_NUMERIC"),
 )  # fmt: skip
 async def put_budget(request: web.Request) -> web.Response:
-    tenant_id, key = _tenant_key(request)
+    tenant_id, key = path_entry(request)
     await read_body(request, ConfigBudgetPut)
     budget, use, created = await use_cases(request).config_budgets.put(
         principal_of(request), actor_of(request), tenant_id, key
@@ -174,7 +163,7 @@ async def put_budget(request: web.Request) -> web.Response:
     status=204, errors=(*READ_ERRORS, "CONFIG_BUDGET_NOT_FOUND"),
 )  # fmt: skip
 async def delete_budget(request: web.Request) -> web.Response:
-    tenant_id, key = _tenant_key(request)
+    tenant_id, key = path_entry(request)
     await use_cases(request).config_budgets.delete(
         principal_of(request), actor_of(request), tenant_id, key
     )
@@ -197,8 +186,6 @@ async def list_resolved(request: web.Request) -> web.StreamResponse:
     resolved = use_cases(request).resolved_values
     if query.limit is not None:
         page = await resolved.page(principal, tenant_id, query, query.limit)
-        return raw_json_response(
-            page.body.text, headers=next_page(request, page.next_cursor, cursor_header=True)
-        )
+        return json_page_response(request, page)
     async with resolved.rows(principal, tenant_id, query, first_rows=500) as chunks:
         return await stream_json_array(request, chunks)

@@ -7,7 +7,7 @@ from aiohttp import web
 
 from service.base.errors import validation_error
 from service.http.appkeys import use_cases
-from service.http.middleware import principal_of
+from service.http.middlewares.exchange import principal_of
 from service.http.requests import parse_query, path_uuid
 from service.http.responses import json_response, rendered_response
 from service.http.routing import FRESH_GET, Api

@@ -19,7 +19,7 @@ from service.http.appkeys import (
     use_cases,
 )
 from service.http.event_streams import serve_stream
-from service.http.middleware import principal_of
+from service.http.middlewares.exchange import principal_of
 from service.http.requests import parse_query, path_uuid, read_body
 from service.http.responses import raw_json_response
 from service.http.routing import Api

@@ -3,14 +3,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeVar
 from uuid import UUID
 
 from aiohttp import web
 
 from service.http.appkeys import use_cases
-from service.http.middleware import principal_of
-from service.http.requests import parse_query, path_uuid, read_body
+from service.http.middlewares.exchange import principal_of
+from service.http.requests import parse_query, path_entry, path_uuid, read_body
 from service.http.responses import json_response
 from service.http.routing import Api
 from service.repositories.impact import OwnEntry, OwnPolicy, PolicyChange, ResolvedChange
@@ -18,10 +19,14 @@ from service.schemas.config import (
     ConfigPreviewBody,
     PermissionPreviewBody,
     PreviewQuery,
-    entry_key,
 )
 from service.schemas.tenants import TenantMove
-from service.usecases.entries.impact import EntryPreview
+from service.usecases.entries.impact import (
+    ChangedTenant,
+    EntryImpact,
+    EntryPreview,
+    PreviewBody,
+)
 from service.views.impact import (
     ConfigChangePreview,
     MovePreview,
@@ -38,17 +43,24 @@ api = Api("config")
 ERRORS = ("VALIDATION_ERROR", "TENANT_NOT_FOUND", "TENANT_ARCHIVED")
 
 
-T = TypeVar("T")
+B = TypeVar("B", bound=PreviewBody)
+C = TypeVar("C", bound=ChangedTenant)
+S = TypeVar("S")
 
 
-async def _entry_change(
-    request: web.Request, body_type: type[T]
-) -> tuple[UUID, str, PreviewQuery, T]:
-    """The tenant, key, page and body of a config or permission preview."""
-    tenant_id = path_uuid(request)
-    key = entry_key(request.match_info["key"])
+async def _entry_preview(
+    request: web.Request,
+    body_type: type[B],
+    impact: EntryImpact[B, Any, Any, C, S],
+    view: Callable[[EntryPreview[C, S]], Any],
+) -> web.Response:
+    """A config or permission preview: the same path, parameterised by the kind's body,
+    use case and view."""
+    tenant_id, key = path_entry(request)
     query = parse_query(request, PreviewQuery)
-    return tenant_id, key, query, await read_body(request, body_type)
+    body = await read_body(request, body_type)
+    preview = await impact.preview(principal_of(request), tenant_id, key, body, query)
+    return _answer(view(preview), preview.next_cursor)
 
 
 def _answer(document: Any, next_cursor: UUID | None) -> web.Response:
@@ -94,11 +106,8 @@ def _permission_view(p: EntryPreview[PolicyChange, OwnPolicy]) -> PermissionChan
     errors=ERRORS, writes=False,
 )  # fmt: skip
 async def preview_config_change(request: web.Request) -> web.Response:
-    tenant_id, key, query, body = await _entry_change(request, ConfigPreviewBody)
-    preview = await use_cases(request).config_impact.preview(
-        principal_of(request), tenant_id, key, body, query
-    )
-    return _answer(_config_view(preview), preview.next_cursor)
+    impact = use_cases(request).config_impact
+    return await _entry_preview(request, ConfigPreviewBody, impact, _config_view)
 
 
 @api.route(
@@ -110,11 +119,8 @@ async def preview_config_change(request: web.Request) -> web.Response:
     errors=ERRORS, writes=False,
 )  # fmt: skip
 async def preview_permission_change(request: web.Request) -> web.Response:
-    tenant_id, key, query, body = await _entry_change(request, PermissionPreviewBody)
-    preview = await use_cases(request).permission_impact.preview(
-        principal_of(request), tenant_id, key, body, query
-    )
-    return _answer(_permission_view(preview), preview.next_cursor)
+    impact = use_cases(request).permission_impact
+    return await _entry_preview(request, PermissionPreviewBody, impact, _permission_view)
 
 
 @api.route(

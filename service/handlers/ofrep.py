@@ -9,7 +9,7 @@ from aiohttp import web
 
 from service.base.etags import etag_of_bytes, none_match
 from service.http.appkeys import use_cases
-from service.http.middleware import principal_of
+from service.http.middlewares.exchange import principal_of
 from service.http.routing import Api
 from service.schemas.ofrep import OfrepEvaluationRequest
 from service.views.ofrep import (

@@ -7,7 +7,7 @@ from aiohttp import web
 
 from service.base.errors import FieldError, ServiceError
 from service.http.appkeys import use_cases
-from service.http.middleware import actor_of, principal_of
+from service.http.middlewares.exchange import actor_of, principal_of
 from service.http.requests import parse_query, read_optional_body
 from service.http.responses import json_response
 from service.http.routing import Api

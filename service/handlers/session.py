@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from service.http.appkeys import use_cases
-from service.http.middleware import principal_of
+from service.http.middlewares.exchange import principal_of
 from service.http.responses import json_response
 from service.http.routing import Api
 from service.views.session import SignedIn

@@ -9,12 +9,14 @@ from aiohttp import web
 
 from service.auth.principal import Principal
 from service.http.appkeys import HEAVY_READS, use_cases
-from service.http.middleware import actor_of, principal_of
+from service.http.middlewares.exchange import actor_of, principal_of
 from service.http.ratecost import charge_items
 from service.http.requests import field_error, parse_query, path_uuid, read_body
 from service.http.responses import (
+    json_page_response,
     json_response,
     next_page,
+    page_response,
     raw_json_response,
     rendered_response,
 )
@@ -69,10 +71,7 @@ def _tenant_response(
 async def list_tenants(request: web.Request) -> web.Response:
     query = parse_query(request, ListTenantsQuery)
     page = await use_cases(request).tenant_queries.list_page(principal_of(request), query)
-    return json_response(
-        TenantPage(data=_listed(page), next_cursor=page.next_cursor, has_more=page.has_more),
-        headers=next_page(request, page.next_cursor),
-    )
+    return page_response(request, TenantPage, _listed(page), page)
 
 
 @api.route(
@@ -245,9 +244,7 @@ async def list_descendants(request: web.Request) -> web.StreamResponse:
     queries = use_cases(request).tenant_queries
     if query.limit is not None:
         page = await queries.descendants_page(principal, tenant_id, query, query.limit)
-        return raw_json_response(
-            page.body.text, headers=next_page(request, page.next_cursor, cursor_header=True)
-        )
+        return json_page_response(request, page)
     # A whole subtree, streamed. Only a heavy list (more than heavy.threshold_rows
     # tenants) takes a slot: its first chunk, one row past the threshold, tells; or, when
     # no slot would be free at once, a count capped there (docs/decisions/tenants.md).
@@ -301,5 +298,4 @@ async def list_children(request: web.Request) -> web.Response:
         headers = next_page(request, page.next_cursor, cursor_header=True)
         return json_response(_listed(page), headers=headers)
     raw = await queries.children_json(principal_of(request), tenant_id, query)
-    headers = next_page(request, raw.next_cursor, cursor_header=True)
-    return raw_json_response(raw.body.text, headers=headers)
+    return json_page_response(request, raw)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from aiohttp import web
 
 from service.http.appkeys import use_cases
-from service.http.middleware import actor_of, principal_of
+from service.http.middlewares.exchange import actor_of, principal_of
 from service.http.requests import parse_query, path_uuid, read_body, read_optional_body
-from service.http.responses import json_response, next_page
+from service.http.responses import json_response, next_page, page_response
 from service.http.routing import Api
 from service.repositories.webhooks import WebhookRow
 from service.schemas.webhooks import (
@@ -211,14 +211,7 @@ async def list_deliveries(request: web.Request) -> web.Response:
     webhook_id = path_uuid(request)
     query = parse_query(request, DeliveriesQuery)
     page = await use_cases(request).delivery_admin.history(principal_of(request), webhook_id, query)
-    return json_response(
-        DeliveryPage(
-            data=[Delivery.of(d) for d in page.items],
-            next_cursor=page.next_cursor,
-            has_more=page.has_more,
-        ),
-        headers=next_page(request, page.next_cursor),
-    )
+    return page_response(request, DeliveryPage, [Delivery.of(d) for d in page.items], page)
 
 
 @api.route(

@@ -16,7 +16,7 @@ from service.db.pool import Database
 from service.db.queries import Queries
 from service.http.event_streams import StreamSlots
 from service.http.heavy_reads import HeavyReads
-from service.http.openapi import DocumentCache
+from service.http.openapi.document import DocumentCache
 from service.http.routing import Endpoint
 from service.observability.metrics import Metrics
 from service.ratelimit.limiter import RateLimiter

@@ -22,13 +22,13 @@ tests/test_hostile_connections.py fails if an aiohttp upgrade changes them.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import socket
 from typing import Any
 
 from aiohttp import web
 from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
 
+from service.base.tasks import cancel_and_wait
 from service.observability.logs import get_logger
 
 log = get_logger("service.http.deadlines")
@@ -64,10 +64,7 @@ class Deadlines:
 
     async def stop(self) -> None:
         sweeper, self._sweeper = self._sweeper, None
-        if sweeper is not None:
-            sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sweeper
+        await cancel_and_wait(sweeper)
 
 
 class TimedRequestHandler(web.RequestHandler):

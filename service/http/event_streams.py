@@ -13,7 +13,7 @@ from aiohttp import web
 
 from service.base.errors import ServiceError
 from service.caches.revision_feed import RevisionFeed
-from service.http.middleware import answer_headers
+from service.http.middlewares.exchange import answer_headers
 from service.observability.logs import get_logger
 from service.usecases.tenants.context_delivery import ContextDelivery, StreamEvent, StreamStart
 

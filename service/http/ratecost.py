@@ -16,7 +16,7 @@ from aiohttp import web
 from service.auth.authenticator import bucket_of, rate_limited
 from service.base.errors import validation_error
 from service.http.appkeys import RATE_LIMITER
-from service.http.middleware import exchange_of, principal_of
+from service.http.middlewares.exchange import exchange_of, principal_of
 
 
 async def charge_items(request: web.Request, count: int, field: str) -> None:

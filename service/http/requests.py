@@ -14,6 +14,7 @@ import orjson
 from aiohttp import web
 
 from service.base.errors import FieldError, ServiceError
+from service.schemas.config import entry_key
 
 T = TypeVar("T")
 _AT = re.compile(r"^(?P<message>.*?)(?: - at (?P<key>`key` in )?`(?P<path>[^`]*)`)?$", re.DOTALL)
@@ -256,6 +257,11 @@ def path_uuid(request: web.Request, name: str = "id") -> uuid.UUID:
         return _uuid_of(raw)
     except ValueError as exc:
         raise validation_failed(FieldError(name, str(exc))) from None
+
+
+def path_entry(request: web.Request) -> tuple[uuid.UUID, str]:
+    """The tenant id and the config or permission key of an entry's path."""
+    return path_uuid(request), entry_key(request.match_info["key"])
 
 
 # The same few thousand tenants are read again and again: a parsed id is a dictionary

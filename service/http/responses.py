@@ -3,14 +3,15 @@ If-None-Match, and the error body of docs/api.md, Errors."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 from uuid import UUID
 
 from aiohttp import web
 
 from service.base.errors import ServiceError
 from service.base.etags import Rendered, none_match
+from service.repositories.tenants import RawJsonPage
 from service.views.base import encode
 
 
@@ -51,6 +52,13 @@ def rendered_response(
     return web.Response(body=rendered.body, status=status, headers=all_headers)
 
 
+def put_response(view: Any, created: bool, location: str) -> web.Response:
+    """A PUT's answer: 201 with the Location of what it created, 200 when it replaced."""
+    if not created:
+        return json_response(view, status=200, headers={})
+    return json_response(view, status=201, headers={"Location": location})
+
+
 def raw_json_response(
     text: str, *, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> web.Response:
@@ -61,6 +69,12 @@ def raw_json_response(
         headers=headers,
         content_type="application/json",
     )
+
+
+def json_page_response(request: web.Request, page: RawJsonPage) -> web.Response:
+    """A page rendered by PostgreSQL, its next page's cursor in X-Next-Cursor and Link."""
+    headers = next_page(request, page.next_cursor, cursor_header=True)
+    return raw_json_response(page.body.text, headers=headers)
 
 
 def next_page(
@@ -76,6 +90,31 @@ def next_page(
     if cursor_header:
         headers["X-Next-Cursor"] = str(cursor)
     return headers
+
+
+class KeysetPage(Protocol):
+    """A page a use case answers: its cursor, and whether a next page follows."""
+
+    @property
+    def next_cursor(self) -> UUID | None: ...
+    @property
+    def has_more(self) -> bool: ...
+
+
+def page_response(
+    request: web.Request,
+    view: Callable[..., Any],
+    data: list[Any],
+    page: KeysetPage,
+    *,
+    cursor_header: bool = False,
+) -> web.Response:
+    """A keyset page: its view (`data`, `next_cursor`, `has_more`) as the body, and the
+    headers of the next page (next_page)."""
+    body = view(data=data, next_cursor=page.next_cursor, has_more=page.has_more)
+    return json_response(
+        body, headers=next_page(request, page.next_cursor, cursor_header=cursor_header)
+    )
 
 
 def error_response(error: ServiceError, request_id: str) -> web.Response:

@@ -19,7 +19,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 # default), or after the work when it commits in several transactions by design.
 IdempotencyMode = Literal["same_transaction", "after_work"]
 # `extra` of a read answered with an ETag, and 304 for a current If-None-Match (the
-# operation's description says so: service/http/openapi.py describe).
+# operation's description says so: service/http/openapi/document.py describe).
 FRESH_GET: dict[str, Any] = {
     "headers": {200: ("ETag",)},
     "request_headers": ("If-None-Match",),
@@ -79,7 +79,7 @@ NO_ROUTE = "/{tail:.*}"
 
 
 class Wrapper(Protocol):
-    """Puts a route's handler inside the pipeline (service/http/pipeline.py)."""
+    """Puts a route's handler inside the pipeline (service/http/middlewares/pipeline.py)."""
 
     def wrap(self, handler: Handler, endpoint: Endpoint | None, route: str | None) -> Handler: ...
 

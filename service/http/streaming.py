@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Mapping
 from aiohttp import hdrs, web
 
 from service.http.conventions import finish_stream_headers
-from service.http.middleware import answer_headers
+from service.http.middlewares.exchange import answer_headers
 from service.observability.logs import get_logger
 from service.repositories.tenants import JsonRows
 

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 
+from service.base.tasks import cancel_and_wait
 from service.db.errors import is_unavailable
 from service.observability.logs import get_logger
 
@@ -41,11 +42,8 @@ class Scheduler:
 
     async def stop(self) -> None:
         self._stopping.set()
-        if self._task is not None:
-            task, self._task = self._task, None
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        task, self._task = self._task, None
+        await cancel_and_wait(task)
 
     async def run_once(self) -> int:
         """One round of every job; how many items were done."""

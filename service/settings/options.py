@@ -41,7 +41,7 @@ class Settings:
     rate_limit_max: int = 100
     rate_limit_window_seconds: int = 60
     redis_url: str | None = None
-    # Peers whose X-Forwarded-For names the client (service/http/clients.py).
+    # Peers whose X-Forwarded-For names the client (service/http/middlewares/clients.py).
     trusted_proxies: tuple[IPNetwork, ...] = ()
     # Which API-key environments authenticate here: a live-only deployment refuses
     # sk_test_ keys outright. Production defaults to live only, development to both.
@@ -149,7 +149,7 @@ class Settings:
     # connections back before other requests time out waiting for one (0: no limit).
     db_lock_timeout_ms: int = 2000
     # Writes to one resource (the id in the path) at once per process; more wait outside
-    # the pool up to DB_ACQUIRE_TIMEOUT_SECONDS, then 503 (service/http/bulkheads.py).
+    # the pool up to DB_ACQUIRE_TIMEOUT_SECONDS, then 503 (service/http/middlewares/bulkheads.py).
     db_writes_per_resource: int = 2
     # TCP keepalives and TCP_USER_TIMEOUT on database connections: a server host that
     # vanished without closing them is given up on within about this long (0: off).

@@ -13,11 +13,15 @@ import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 import aiohttp
 
+from service.base.crypto import DecryptionError, Encryptor
 from service.settings.options import Settings
+from service.webhooks.envelope import SealedSecrets, signed_request
 from service.webhooks.urlguard import DnsLookup, SystemDns, UnsafeUrl, UrlGuard
 
 MAX_RESPONSE_BYTES = 64 * 1024
@@ -84,6 +88,35 @@ class WebhookSender:
         if self._session is not None:
             session, self._session = self._session, None
             await session.close()
+
+    async def send_signed(
+        self,
+        encryptor: Encryptor,
+        url: str,
+        sealed: SealedSecrets,
+        body: bytes,
+        *,
+        delivery_id: UUID,
+        event_type: str,
+        now: datetime,
+    ) -> AttemptResult:
+        """Sign `body` with the webhook's secrets (envelope.py) and post it; a secret the
+        configured keys cannot open is a failed attempt of its own kind, not an error."""
+        try:
+            headers = signed_request(
+                encryptor,
+                sealed,
+                delivery_id=delivery_id,
+                event_type=event_type,
+                body=body,
+                now=now,
+            )
+        except DecryptionError:
+            return AttemptResult(
+                False, 0, "the webhook secret cannot be decrypted with the configured keys",
+                0.0, "secret",
+            )  # fmt: skip
+        return await self.post(url, body, headers)
 
     async def post(self, url: str, body: bytes, headers: Mapping[str, str]) -> AttemptResult:
         """POST body to url; never raises for anything the target or the network does."""

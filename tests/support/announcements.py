@@ -1,6 +1,7 @@
 """Waiting for the change listener: a test that reads after a change made outside the
 app waits until the change's announcement has been heard, instead of assuming it
-arrives before the read (the app's own writes already wait: service/http/freshness.py)."""
+arrives before the read (the app's own writes already wait:
+service/http/middlewares/freshness.py)."""
 
 from __future__ import annotations
 

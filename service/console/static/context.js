@@ -21,6 +21,16 @@ function sourceButton(app, sourceId, selfId) {
   }, label);
 }
 
+// A resolved entry's row: its key first, then `cells`; focused or clicked, it highlights
+// the tenant the value comes from in the tree.
+function resolvedRow(app, entry, ...cells) {
+  const highlight = () => app.tree.highlight([entry.source_tenant_id]);
+  return h("tr", {
+    dataset: { key: entry.key, source: entry.source_tenant_id }, tabindex: "0",
+    on: { click: highlight, focus: highlight },
+  }, h("th", { scope: "row" }, h("code", {}, entry.key)), ...cells);
+}
+
 function configWhy(entry, selfId) {
   const at = nameOf(entry.source_tenant_id);
   if (entry.locked) {
@@ -128,39 +138,25 @@ export async function contextPage(view, tenantId, app) {
 
     const configRows = Object.values(context.resolved_config).map((entry) => {
       sources.add(entry.source_tenant_id);
-      return h("tr", {
-        dataset: { key: entry.key, source: entry.source_tenant_id }, tabindex: "0",
-        on: {
-          click: () => app.tree.highlight([entry.source_tenant_id]),
-          focus: () => app.tree.highlight([entry.source_tenant_id]),
-        },
-      },
-      h("th", { scope: "row" }, h("code", {}, entry.key)),
-      h("td", {}, h("code.value", {}, jsonText(entry.value))),
-      h("td", {}, sourceButton(app, entry.source_tenant_id, tenantId),
-        entry.inherited ? badge("inherited", "inherited") : null,
-        entry.locked ? badge("locked", "locked") : null,
-        // A revealed context keeps secrets of tenants above the caller's subtree masked.
-        entry.masked_reason ? badge("masked: set above your subtree", "masked") : null),
-      h("td.why", {}, configWhy(entry, tenantId), shadowed(entry.key, entry, configChain, tenantId, "config")));
+      return resolvedRow(app, entry,
+        h("td", {}, h("code.value", {}, jsonText(entry.value))),
+        h("td", {}, sourceButton(app, entry.source_tenant_id, tenantId),
+          entry.inherited ? badge("inherited", "inherited") : null,
+          entry.locked ? badge("locked", "locked") : null,
+          // A revealed context keeps secrets of tenants above the caller's subtree masked.
+          entry.masked_reason ? badge("masked: set above your subtree", "masked") : null),
+        h("td.why", {}, configWhy(entry, tenantId), shadowed(entry.key, entry, configChain, tenantId, "config")));
     });
     const permissionRows = Object.values(context.resolved_permissions).map((entry) => {
       sources.add(entry.source_tenant_id);
-      return h("tr", {
-        dataset: { key: entry.key, source: entry.source_tenant_id }, tabindex: "0",
-        on: {
-          click: () => app.tree.highlight([entry.source_tenant_id]),
-          focus: () => app.tree.highlight([entry.source_tenant_id]),
-        },
-      },
-      h("th", { scope: "row" }, h("code", {}, entry.key)),
-      h("td", {}, entry.value ? badge("allow", "allow") : badge("deny", "deny")),
-      h("td", {}, badge(entry.mode, `mode-${entry.mode.toLowerCase()}`)),
-      h("td", {}, sourceButton(app, entry.source_tenant_id, tenantId),
-        entry.locked ? badge("locked", "locked") : null,
-        entry.delegated ? badge("delegated", "delegated") : null),
-      h("td.why", {}, permissionWhy(entry, tenantId),
-        shadowed(entry.key, entry, permissionChain, tenantId, "permissions")));
+      return resolvedRow(app, entry,
+        h("td", {}, entry.value ? badge("allow", "allow") : badge("deny", "deny")),
+        h("td", {}, badge(entry.mode, `mode-${entry.mode.toLowerCase()}`)),
+        h("td", {}, sourceButton(app, entry.source_tenant_id, tenantId),
+          entry.locked ? badge("locked", "locked") : null,
+          entry.delegated ? badge("delegated", "delegated") : null),
+        h("td.why", {}, permissionWhy(entry, tenantId),
+          shadowed(entry.key, entry, permissionChain, tenantId, "permissions")));
     });
     app.tree.highlight([...sources]);
 

@@ -39,15 +39,7 @@ class TenantExports:
 
     def _shown(self, entry: ConfigEntryRow, reveal: bool) -> Any:
         # A value no configured key opens is a server fault (500), as on the config endpoints.
-        return shown_value(
-            self.deps.keyring.encryptor,
-            tenant_id=entry.tenant_id,
-            key=entry.key,
-            value=entry.value,
-            encrypted_value=entry.encrypted_value,
-            sensitive=entry.sensitive,
-            reveal=reveal,
-        )
+        return shown_value(self.deps.keyring.encryptor, entry, entry.tenant_id, reveal)
 
     async def _all_keys(self, conn: asyncpg.Connection, tenant_id: UUID) -> list[StoredKey]:
         """Every key of the tenant, revoked ones included, a keyset page at a time."""

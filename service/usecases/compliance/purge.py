@@ -9,14 +9,17 @@ from uuid import UUID
 import asyncpg
 
 from service.auth.principal import Actor, Principal
-from service.base.errors import RetryTransaction, ServiceError, validation_error
+from service.base.errors import ServiceError, validation_error
 from service.caches.key_cache import KeyCache
 from service.repositories.gdpr import PurgedRows
 from service.schemas.tenant_admin import PurgeBody
 from service.usecases.common.deps import Deps
-from service.usecases.common.recording import AuditRecord
-from service.usecases.common.tenant_access import visible
-from service.usecases.compliance.purging import forget_credentials, purge_tenant_rows
+from service.usecases.common.tenant_access import lock_tree_of
+from service.usecases.compliance.purging import (
+    forget_credentials,
+    purge_tenant_rows,
+    purged_record,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,13 +42,7 @@ class TenantPurge:
         self, principal: Principal, actor: Actor, tenant_id: UUID, body: PurgeBody
     ) -> PurgeOutcome:
         async def work(conn: asyncpg.Connection) -> PurgeOutcome:
-            seen = visible(
-                principal, (await self.tenants.get_tenant_nodes(conn, [tenant_id])).get(tenant_id)
-            )
-            await self.tenants.lock_tree_roots_exclusive(conn, [seen.root_id])
-            node = visible(principal, await self.tenants.get_tenant_node(conn, tenant_id))
-            if node.root_id != seen.root_id:
-                raise RetryTransaction  # moved to another tree before the lock
+            await lock_tree_of(conn, self.tenants, principal, tenant_id)
             tenant = await self.tenants.get_tenant(conn, tenant_id)
             assert tenant is not None
             if body.confirm != tenant.slug:
@@ -59,18 +56,9 @@ class TenantPurge:
                 )
             ids = await self.deps.repos.gdpr.lock_subtree_for_purge(conn, tenant_id)
             purged = await purge_tenant_rows(conn, self.deps.repos, ids)
-            await self.deps.recorder.record(
-                conn,
-                actor,
-                AuditRecord(
-                    action="tenant.purged",
-                    resource_type="tenant",
-                    resource_id=tenant_id,
-                    tenant_id=tenant_id,
-                    # Only counts: the purged tenant's data must not survive in the log.
-                    changes={"redacted": True, "cascade": body.cascade, "counts": purged.counts},
-                ),
-            )
+            # Only counts: the purged tenant's data must not survive in the log.
+            changes = {"cascade": body.cascade, "counts": purged.counts}
+            await self.deps.recorder.record(conn, actor, purged_record(tenant_id, changes))
             return PurgeOutcome(tenant_id, purged)
 
         result = await self.deps.db.transaction(work)

@@ -20,6 +20,7 @@ import asyncpg
 from service.caches.key_cache import KeyCache
 from service.repositories.gdpr import EventPayload, PurgedRows
 from service.repositories.registry import Repositories
+from service.usecases.common.recording import AuditRecord
 
 
 def without_mentions(value: Any, ids: frozenset[str]) -> Any:
@@ -52,6 +53,18 @@ async def purge_tenant_rows(
     # they go too (not counted: they are not records of the tenants).
     await repos.idempotency.delete_idempotency_keys_of_tenants(conn, tenant_ids)
     return purged
+
+
+def purged_record(tenant_id: UUID, changes: dict[str, Any]) -> AuditRecord:
+    """The audit entry of a purged tenant. Its changes say how it went, never what it
+    held: the purged tenant's data must not survive in the log."""
+    return AuditRecord(
+        action="tenant.purged",
+        resource_type="tenant",
+        resource_id=tenant_id,
+        tenant_id=tenant_id,
+        changes={"redacted": True, **changes},
+    )
 
 
 def forget_credentials(cache: KeyCache, purged: PurgedRows) -> None:

@@ -14,11 +14,11 @@ from uuid import UUID
 import asyncpg
 
 from service.auth.principal import Actor, Principal
-from service.base.errors import FieldError, RetryTransaction, ServiceError
+from service.base.errors import FieldError, ServiceError
 from service.schemas.tenant_admin import MigrateRegionBody
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord, Event
-from service.usecases.common.tenant_access import visible, visible_active
+from service.usecases.common.tenant_access import active, lock_tree_of
 from service.views.base import document
 from service.views.tenants import Tenant
 
@@ -47,13 +47,7 @@ class RegionMigrations:
             )
 
         async def work(conn: asyncpg.Connection) -> RegionMigrationOutcome:
-            seen = visible(
-                principal, (await self.tenants.get_tenant_nodes(conn, [tenant_id])).get(tenant_id)
-            )
-            await self.tenants.lock_tree_roots_exclusive(conn, [seen.root_id])
-            node = visible_active(principal, await self.tenants.get_tenant_node(conn, tenant_id))
-            if node.root_id != seen.root_id:
-                raise RetryTransaction  # moved to another tree before the lock
+            node = active(await lock_tree_of(conn, self.tenants, principal, tenant_id))
             if node.region == body.region:
                 raise ServiceError(
                     "ALREADY_IN_REGION", f"the tenant is already in region {body.region!r}"

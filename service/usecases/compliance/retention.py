@@ -25,7 +25,11 @@ from service.repositories.tenants import root_of
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord
 from service.usecases.compliance.audit_retention import purge_audit_batch
-from service.usecases.compliance.purging import forget_credentials, purge_tenant_rows
+from service.usecases.compliance.purging import (
+    forget_credentials,
+    purge_tenant_rows,
+    purged_record,
+)
 
 DEFAULT_BATCH_SIZE = 1000
 # Archived tenants are purged with everything they own: smaller batches.
@@ -228,19 +232,9 @@ class Retention:
             return None
         ids = [c.id for c in locked]
         purged = await purge_tenant_rows(conn, self.deps.repos, ids)
+        changes = {"reason": "retention", "cascade": False}
         await self.deps.recorder.record(
-            conn,
-            actor,
-            [
-                AuditRecord(
-                    action="tenant.purged",
-                    resource_type="tenant",
-                    resource_id=tenant_id,
-                    tenant_id=tenant_id,
-                    changes={"redacted": True, "reason": "retention", "cascade": False},
-                )
-                for tenant_id in ids
-            ],
+            conn, actor, [purged_record(tenant_id, changes) for tenant_id in ids]
         )
         return purged
 

@@ -12,12 +12,11 @@ import asyncpg
 from service.auth.principal import Actor, Principal
 from service.base.errors import ServiceError
 from service.repositories.config_constraints import BudgetUse, ConfigBudget
-from service.repositories.key_locks import KeyWrite
 from service.usecases.common.deps import Deps
-from service.usecases.common.recording import AuditRecord, Event
-from service.usecases.common.tenant_access import visible_active
+from service.usecases.common.recording import Event
+from service.usecases.common.tenant_access import reading_active_tenant
 from service.usecases.entries.constraints import ConfigConstraints, Written
-from service.usecases.entries.writes import lock_tenant_for_entries
+from service.usecases.entries.declarations import lock_declared_key, record_declaration
 
 
 def budget_not_found(key: str) -> ServiceError:
@@ -44,8 +43,7 @@ class ConfigBudgets:
     async def list_budgets(
         self, principal: Principal, tenant_id: UUID
     ) -> list[tuple[ConfigBudget, BudgetUse | None]]:
-        async with self.deps.db.read_connection() as conn:
-            visible_active(principal, await self.tenants.get_tenant(conn, tenant_id))
+        async with reading_active_tenant(self.deps, principal, tenant_id) as conn:
             budgets = await self.repo.list_config_budgets(conn, tenant_id)
             uses = await self._uses(conn, tenant_id, [b.key for b in budgets])
         return [(b, uses.get(b.key)) for b in budgets]
@@ -53,8 +51,7 @@ class ConfigBudgets:
     async def get(
         self, principal: Principal, tenant_id: UUID, key: str
     ) -> tuple[ConfigBudget, BudgetUse | None]:
-        async with self.deps.db.read_connection() as conn:
-            visible_active(principal, await self.tenants.get_tenant(conn, tenant_id))
+        async with reading_active_tenant(self.deps, principal, tenant_id) as conn:
             found = await self.repo.get_config_budget(conn, tenant_id, key)
             if found is None:
                 raise budget_not_found(key)
@@ -68,8 +65,7 @@ class ConfigBudgets:
         value, 422 BUDGET_NOT_NUMERIC when a value concerned is not a plain number."""
 
         async def work(conn: asyncpg.Connection) -> tuple[ConfigBudget, BudgetUse | None, bool]:
-            node = await lock_tenant_for_entries(conn, self.tenants, principal, tenant_id)
-            await self.deps.repos.config.lock_config_keys(conn, [KeyWrite(node.ancestry_path, key)])
+            await lock_declared_key(conn, self.deps, principal, tenant_id, key)
             budget, created = await self.repo.upsert_config_budget(conn, tenant_id, key)
             uses = await self._uses(conn, tenant_id, [key])
             use = uses.get(key)
@@ -83,42 +79,21 @@ class ConfigBudgets:
                 ]
                 if mine:
                     raise mine[0]
-                action = "config_budget.declared"
-                await self.deps.recorder.record(
-                    conn,
-                    actor,
-                    AuditRecord(
-                        action=action,
-                        resource_type="config_budget",
-                        resource_id=key,
-                        tenant_id=tenant_id,
-                        changes={"before": None, "after": {"key": key}},
-                    ),
-                    [_event(action, budget)],
-                )
+                changes = {"before": None, "after": {"key": key}}
+                event = _event("config_budget.declared", budget)
+                await record_declaration(conn, self.deps, actor, tenant_id, key, changes, event)
             return budget, use, created
 
         return await self.deps.db.transaction(work)
 
     async def delete(self, principal: Principal, actor: Actor, tenant_id: UUID, key: str) -> None:
         async def work(conn: asyncpg.Connection) -> None:
-            node = await lock_tenant_for_entries(conn, self.tenants, principal, tenant_id)
-            await self.deps.repos.config.lock_config_keys(conn, [KeyWrite(node.ancestry_path, key)])
+            await lock_declared_key(conn, self.deps, principal, tenant_id, key)
             before = await self.repo.delete_config_budget(conn, tenant_id, key)
             if before is None:
                 raise budget_not_found(key)
-            action = "config_budget.deleted"
-            await self.deps.recorder.record(
-                conn,
-                actor,
-                AuditRecord(
-                    action=action,
-                    resource_type="config_budget",
-                    resource_id=key,
-                    tenant_id=tenant_id,
-                    changes={"before": {"key": key}, "after": None},
-                ),
-                [_event(action, before)],
-            )
+            changes = {"before": {"key": key}, "after": None}
+            event = _event("config_budget.deleted", before)
+            await record_declaration(conn, self.deps, actor, tenant_id, key, changes, event)
 
         await self.deps.db.transaction(work)

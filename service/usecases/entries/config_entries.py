@@ -18,7 +18,7 @@ from service.repositories.tenants import TenantNode
 from service.schemas.config import ConfigPut
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord, Event
-from service.usecases.common.tenant_access import visible_active
+from service.usecases.common.tenant_access import reading_active_tenant
 from service.usecases.entries.constraints import ConfigConstraints, Written
 from service.usecases.entries.values import (
     check_reveal,
@@ -96,23 +96,14 @@ class ConfigEntries:
         await self.constraints.check_budgets(conn, [Written(node.id, node.parent_id, {})], [key])
 
     def _shown(self, entry: ConfigEntryRow, reveal: bool) -> ShownEntry:
-        value = shown_value(
-            self.deps.keyring.encryptor,
-            tenant_id=entry.tenant_id,
-            key=entry.key,
-            value=entry.value,
-            encrypted_value=entry.encrypted_value,
-            sensitive=entry.sensitive,
-            reveal=reveal,
-        )
+        value = shown_value(self.deps.keyring.encryptor, entry, entry.tenant_id, reveal)
         return ShownEntry(entry, value)
 
     async def list_entries(
         self, principal: Principal, tenant_id: UUID, *, reveal: bool
     ) -> list[ShownEntry]:
         reveal = check_reveal(principal, reveal)
-        async with self.deps.db.read_connection() as conn:
-            visible_active(principal, await self.tenants.get_tenant(conn, tenant_id))
+        async with reading_active_tenant(self.deps, principal, tenant_id) as conn:
             entries = await self.config.list_config_entries(conn, tenant_id)
         return [self._shown(e, reveal) for e in entries]
 
@@ -120,8 +111,7 @@ class ConfigEntries:
         self, principal: Principal, tenant_id: UUID, key: str, *, reveal: bool
     ) -> ShownEntry:
         reveal = check_reveal(principal, reveal)
-        async with self.deps.db.read_connection() as conn:
-            visible_active(principal, await self.tenants.get_tenant(conn, tenant_id))
+        async with reading_active_tenant(self.deps, principal, tenant_id) as conn:
             entry = await self.config.get_config_entry(conn, tenant_id, key)
         if entry is None:
             raise config_not_found(key)

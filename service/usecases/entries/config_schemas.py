@@ -18,13 +18,12 @@ import asyncpg
 from service.auth.principal import Actor, Principal
 from service.base.errors import FieldError, ServiceError
 from service.repositories.config_constraints import FIRST_ID, ConfigSchema
-from service.repositories.key_locks import KeyWrite
 from service.usecases.common.deps import Deps
-from service.usecases.common.recording import AuditRecord, Event
+from service.usecases.common.recording import Event
 from service.usecases.common.schema_cache import InvalidSchema, check_schema, schema_digest
-from service.usecases.common.tenant_access import visible_active
+from service.usecases.common.tenant_access import reading_active_tenant
 from service.usecases.entries.constraints import MAX_BREACHES, Breach, ConfigConstraints
-from service.usecases.entries.writes import lock_tenant_for_entries
+from service.usecases.entries.declarations import lock_declared_key, record_declaration
 
 
 def schema_not_found(key: str) -> ServiceError:
@@ -50,13 +49,11 @@ class ConfigSchemas:
         self.constraints = ConfigConstraints(deps)
 
     async def list_schemas(self, principal: Principal, tenant_id: UUID) -> list[ConfigSchema]:
-        async with self.deps.db.read_connection() as conn:
-            visible_active(principal, await self.tenants.get_tenant(conn, tenant_id))
+        async with reading_active_tenant(self.deps, principal, tenant_id) as conn:
             return await self.repo.list_config_schemas(conn, tenant_id)
 
     async def get(self, principal: Principal, tenant_id: UUID, key: str) -> ConfigSchema:
-        async with self.deps.db.read_connection() as conn:
-            visible_active(principal, await self.tenants.get_tenant(conn, tenant_id))
+        async with reading_active_tenant(self.deps, principal, tenant_id) as conn:
             found = await self.repo.get_config_schema(conn, tenant_id, key)
         if found is None:
             raise schema_not_found(key)
@@ -88,8 +85,7 @@ class ConfigSchemas:
         digest = schema_digest(schema)
 
         async def work(conn: asyncpg.Connection) -> tuple[ConfigSchema, bool]:
-            node = await lock_tenant_for_entries(conn, self.tenants, principal, tenant_id)
-            await self.deps.repos.config.lock_config_keys(conn, [KeyWrite(node.ancestry_path, key)])
+            await lock_declared_key(conn, self.deps, principal, tenant_id, key)
             before = await self.repo.get_config_schema(conn, tenant_id, key)
             if before is not None and before.digest == digest and before.enforce == enforce:
                 return before, False
@@ -102,43 +98,22 @@ class ConfigSchemas:
             after, created = await self.repo.upsert_config_schema(
                 conn, tenant_id, key, schema, digest=digest, enforce=enforce
             )
-            action = "config_schema.declared"
-            await self.deps.recorder.record(
-                conn,
-                actor,
-                AuditRecord(
-                    action=action,
-                    resource_type="config_schema",
-                    resource_id=key,
-                    tenant_id=tenant_id,
-                    changes={"before": _audit_view(before), "after": _audit_view(after)},
-                ),
-                [_event(action, after)],
-            )
+            changes = {"before": _audit_view(before), "after": _audit_view(after)}
+            event = _event("config_schema.declared", after)
+            await record_declaration(conn, self.deps, actor, tenant_id, key, changes, event)
             return after, created
 
         return await self.deps.db.transaction(work)
 
     async def delete(self, principal: Principal, actor: Actor, tenant_id: UUID, key: str) -> None:
         async def work(conn: asyncpg.Connection) -> None:
-            node = await lock_tenant_for_entries(conn, self.tenants, principal, tenant_id)
-            await self.deps.repos.config.lock_config_keys(conn, [KeyWrite(node.ancestry_path, key)])
+            await lock_declared_key(conn, self.deps, principal, tenant_id, key)
             before = await self.repo.delete_config_schema(conn, tenant_id, key)
             if before is None:
                 raise schema_not_found(key)
-            action = "config_schema.deleted"
-            await self.deps.recorder.record(
-                conn,
-                actor,
-                AuditRecord(
-                    action=action,
-                    resource_type="config_schema",
-                    resource_id=key,
-                    tenant_id=tenant_id,
-                    changes={"before": _audit_view(before), "after": None},
-                ),
-                [_event(action, before)],
-            )
+            changes = {"before": _audit_view(before), "after": None}
+            event = _event("config_schema.deleted", before)
+            await record_declaration(conn, self.deps, actor, tenant_id, key, changes, event)
 
         await self.deps.db.transaction(work)
 
@@ -147,8 +122,7 @@ class ConfigSchemas:
     ) -> tuple[ConfigSchema, list[Breach], UUID | None]:
         """A page of the entries at the tenant and below that its schema of key refuses
         (judged now; an audit-only schema's report, or a check of an enforced one)."""
-        async with self.deps.db.read_connection() as conn:
-            visible_active(principal, await self.tenants.get_tenant(conn, tenant_id))
+        async with reading_active_tenant(self.deps, principal, tenant_id) as conn:
             schema = await self.repo.get_config_schema(conn, tenant_id, key)
             if schema is None:
                 raise schema_not_found(key)

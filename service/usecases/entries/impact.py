@@ -21,6 +21,7 @@ from service.base.errors import ServiceError
 from service.repositories.tenants import TenantNode
 from service.schemas.config import PreviewQuery
 from service.usecases.common.deps import Deps
+from service.usecases.common.pages import page_of
 from service.usecases.common.tenant_access import visible_active
 from service.usecases.entries.writes import key_locked
 
@@ -32,7 +33,6 @@ E = TypeVar("E")  # the tenant's own entry now
 N = TypeVar("N")  # the tenant's own entry after the change (None: removed)
 C = TypeVar("C", bound="ChangedTenant")  # a tenant whose resolved entry would change
 S = TypeVar("S")  # a descendant's own entry a lock would override
-R = TypeVar("R")  # a row of a page
 
 
 Change = Literal["set", "delete"]
@@ -46,14 +46,6 @@ class PreviewBody(Protocol):
 class ChangedTenant(Protocol):
     @property
     def tenant_id(self) -> UUID: ...
-
-
-def page_of(
-    rows: Sequence[R], limit: int, cursor: Callable[[R], UUID]
-) -> tuple[list[R], UUID | None]:
-    """The first `limit` rows (of `limit + 1` read) and the next page's cursor, if any."""
-    page = list(rows[:limit])
-    return page, (cursor(page[-1]) if len(rows) > limit else None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from service.repositories.permissions import PermissionPolicyRow
 from service.schemas.config import PermissionPut
 from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord, Event
-from service.usecases.common.tenant_access import visible_active
+from service.usecases.common.tenant_access import reading_active_tenant
 from service.usecases.entries.writes import EntryStore, EntryWrites
 
 DEFAULT_MODE = "INHERIT"
@@ -70,13 +70,11 @@ class PermissionPolicies:
     async def list_policies(
         self, principal: Principal, tenant_id: UUID
     ) -> list[PermissionPolicyRow]:
-        async with self.deps.db.read_connection() as conn:
-            visible_active(principal, await self.tenants.get_tenant(conn, tenant_id))
+        async with reading_active_tenant(self.deps, principal, tenant_id) as conn:
             return await self.permissions.list_permission_policies(conn, tenant_id)
 
     async def get(self, principal: Principal, tenant_id: UUID, key: str) -> PermissionPolicyRow:
-        async with self.deps.db.read_connection() as conn:
-            visible_active(principal, await self.tenants.get_tenant(conn, tenant_id))
+        async with reading_active_tenant(self.deps, principal, tenant_id) as conn:
             policy = await self.permissions.get_permission_policy(conn, tenant_id, key)
         if policy is None:
             raise permission_not_found(key)

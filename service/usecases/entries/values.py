@@ -3,7 +3,7 @@ admins who ask (docs/api.md, inheritance)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
 import orjson
@@ -58,18 +58,25 @@ def decrypt_value(encryptor: Encryptor, tenant_id: UUID, key: str, token: str) -
         ) from None
 
 
-def shown_value(
-    encryptor: Encryptor,
-    *,
-    tenant_id: UUID,
-    key: str,
-    value: Any,
-    encrypted_value: str | None,
-    sensitive: bool,
-    reveal: bool,
-) -> Any:
-    if not sensitive:
-        return value
-    if not reveal or encrypted_value is None:
+class StoredValue(Protocol):
+    """A config value as stored: a tenant's own entry, or a resolved one."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def value(self) -> Any: ...
+    @property
+    def encrypted_value(self) -> str | None: ...
+    @property
+    def sensitive(self) -> bool: ...
+
+
+def shown_value(encryptor: Encryptor, stored: StoredValue, tenant_id: UUID, reveal: bool) -> Any:
+    """The value as shown: masked when sensitive, unless revealed (decrypted with the
+    key of `tenant_id`, the tenant whose entry it is; a value no configured key opens is
+    a server fault, a 500)."""
+    if not stored.sensitive:
+        return stored.value
+    if not reveal or stored.encrypted_value is None:
         return SENSITIVE_MASK
-    return decrypt_value(encryptor, tenant_id, key, encrypted_value)
+    return decrypt_value(encryptor, tenant_id, stored.key, stored.encrypted_value)

@@ -3,9 +3,9 @@ nobody grants more than it holds (docs/api.md, Authentication and scopes)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 import asyncpg
@@ -14,10 +14,15 @@ from service.auth.principal import Principal
 from service.base.durations import InvalidDuration, parse_duration
 from service.base.errors import RetryTransaction, ServiceError, validation_error
 from service.base.timefmt import iso_or_none
+from service.caches.key_cache import KeyCache
+from service.db.pool import Database
 from service.repositories.api_keys import ApiKeyRow, StoredKey
 from service.repositories.roles import RoleRow
 from service.repositories.tenants import TenantNode, TenantsRepository
+from service.usecases.common.deps import Deps
 from service.usecases.common.tenant_access import visible_active
+
+T = TypeVar("T")
 
 
 def api_key_not_found() -> ServiceError:
@@ -163,3 +168,29 @@ def changed_fields(
     """Only what differs, as the audit entry's before and after."""
     names = [k for k in after if before.get(k) != after[k]]
     return {k: before.get(k) for k in names}, {k: after[k] for k in names}
+
+
+async def change_then_forget(
+    db: Database,
+    work: Callable[[asyncpg.Connection], Awaitable[T]],
+    forget: Callable[[UUID], None],
+    changed: UUID,
+) -> T:
+    """`work` in one transaction; after its commit the changed key or role is dropped
+    from this process's key cache at once (other processes hear migration 0006's
+    announcement)."""
+    result = await db.transaction(work)
+    forget(changed)
+    return result
+
+
+class KeyStoreChanges:
+    """The base of the key and role changes: the repositories they use, and the key
+    cache they drop a changed key or role from after the commit (change_then_forget)."""
+
+    def __init__(self, deps: Deps, cache: KeyCache) -> None:
+        self.deps = deps
+        self.cache = cache
+        self.keys = deps.repos.api_keys
+        self.roles = deps.repos.roles
+        self.tenants = deps.repos.tenants

@@ -19,13 +19,13 @@ from service.auth.keys import default_environment
 from service.auth.principal import Actor, Principal
 from service.base.errors import ServiceError, validation_error
 from service.base.timefmt import iso
-from service.caches.key_cache import KeyCache
 from service.repositories.api_keys import KeySettings, StoredKey
 from service.repositories.roles import RoleRow
 from service.schemas.api_keys import ApiKeyCreate, ApiKeyPatch
-from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord
 from service.usecases.keys.access import (
+    KeyStoreChanges,
+    change_then_forget,
     changed_fields,
     check_expiry,
     held_by,
@@ -51,14 +51,7 @@ class CreatedKey:
     plaintext: str
 
 
-class ApiKeyCommands:
-    def __init__(self, deps: Deps, cache: KeyCache) -> None:
-        self.deps = deps
-        self.cache = cache
-        self.keys = deps.repos.api_keys
-        self.roles = deps.repos.roles
-        self.tenants = deps.repos.tenants
-
+class ApiKeyCommands(KeyStoreChanges):
     async def create(self, principal: Principal, actor: Actor, body: ApiKeyCreate) -> CreatedKey:
         seconds = window_seconds(body.rate_limit_window)
         check_expiry(body.expires_at)
@@ -146,9 +139,7 @@ class ApiKeyCommands:
             await self._audit(conn, actor, "api_key.updated", after, {"before": old, "after": new})
             return after
 
-        result = await self.deps.db.transaction(work)
-        self.cache.invalidate_key(key_id)
-        return result
+        return await change_then_forget(self.deps.db, work, self.cache.invalidate_key, key_id)
 
     async def revoke(self, principal: Principal, actor: Actor, key_id: UUID) -> None:
         """Revoke now; a key already revoked stays as it is (DELETE is idempotent). A key
@@ -171,8 +162,7 @@ class ApiKeyCommands:
                 },
             )
 
-        await self.deps.db.transaction(work)
-        self.cache.invalidate_key(key_id)
+        await change_then_forget(self.deps.db, work, self.cache.invalidate_key, key_id)
 
     async def rotate(
         self, principal: Principal, actor: Actor, key_id: UUID, grace_period_seconds: int
@@ -229,9 +219,7 @@ class ApiKeyCommands:
             )
             return CreatedKey(await self._reread(conn, issued.key.id), issued.plaintext)
 
-        result = await self.deps.db.transaction(work)
-        self.cache.invalidate_key(key_id)
-        return result
+        return await change_then_forget(self.deps.db, work, self.cache.invalidate_key, key_id)
 
     async def assign_role(
         self, principal: Principal, actor: Actor, key_id: UUID, role_id: UUID
@@ -251,9 +239,7 @@ class ApiKeyCommands:
             await self._audit(conn, actor, "role.assigned", after, _role_change(stored, after))
             return after
 
-        result = await self.deps.db.transaction(work)
-        self.cache.invalidate_key(key_id)
-        return result
+        return await change_then_forget(self.deps.db, work, self.cache.invalidate_key, key_id)
 
     async def remove_role(self, principal: Principal, actor: Actor, key_id: UUID) -> StoredKey:
         async def work(conn: asyncpg.Connection) -> StoredKey:
@@ -269,9 +255,7 @@ class ApiKeyCommands:
             await self._audit(conn, actor, "role.removed", after, _role_change(stored, after))
             return after
 
-        result = await self.deps.db.transaction(work)
-        self.cache.invalidate_key(key_id)
-        return result
+        return await change_then_forget(self.deps.db, work, self.cache.invalidate_key, key_id)
 
     async def _assignable_role(
         self, conn: asyncpg.Connection, principal: Principal, role_id: UUID

@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from uuid import UUID
 
 from service.auth.principal import Principal
 from service.repositories.api_keys import StoredKey
 from service.schemas.api_keys import ListApiKeysQuery
 from service.usecases.common.deps import Deps
+from service.usecases.common.pages import Page, page_of
 from service.usecases.common.tenant_access import visible
 from service.usecases.keys.access import visible_key
 from service.views.keys import EffectiveScopes
-
-
-@dataclass(frozen=True, slots=True)
-class KeyPage:
-    items: list[StoredKey]
-    next_cursor: UUID | None
-
-    @property
-    def has_more(self) -> bool:
-        return self.next_cursor is not None
 
 
 class ApiKeyQueries:
@@ -34,7 +24,7 @@ class ApiKeyQueries:
         found = await self.db.read(lambda c: self.keys.get_api_key(c, key_id))
         return visible_key(principal, found)
 
-    async def list_page(self, principal: Principal, query: ListApiKeysQuery) -> KeyPage:
+    async def list_page(self, principal: Principal, query: ListApiKeysQuery) -> Page[StoredKey]:
         async with self.db.read_connection() as conn:
             if query.tenant_id is not None:
                 # Keys of an archived tenant are still listed: they may need revoking.
@@ -48,9 +38,7 @@ class ApiKeyQueries:
                 cursor=query.cursor,
                 limit=query.limit + 1,
             )
-        if len(rows) > query.limit:
-            return KeyPage(rows[: query.limit], rows[query.limit - 1].key.id)
-        return KeyPage(rows, None)
+        return Page(*page_of(rows, query.limit, lambda row: row.key.id))
 
     async def dormant(self, principal: Principal, days: int) -> list[StoredKey]:
         return await self.db.run(

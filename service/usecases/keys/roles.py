@@ -13,13 +13,13 @@ from msgspec import UNSET
 from service.auth.principal import Actor, Principal
 from service.base.errors import ServiceError
 from service.base.ids import uuid7
-from service.caches.key_cache import KeyCache
 from service.repositories.roles import NewRole, RoleRow
 from service.schemas.api_keys import ListRolesQuery, RoleCreate, RolePatch
-from service.usecases.common.deps import Deps
 from service.usecases.common.recording import AuditRecord
 from service.usecases.common.tenant_access import visible
 from service.usecases.keys.access import (
+    KeyStoreChanges,
+    change_then_forget,
     changed_fields,
     owning_tenant,
     require_scopes,
@@ -37,14 +37,7 @@ def _audit_view(role: RoleRow) -> dict[str, Any]:
     }
 
 
-class RoleManagement:
-    def __init__(self, deps: Deps, cache: KeyCache) -> None:
-        self.deps = deps
-        self.cache = cache
-        self.roles = deps.repos.roles
-        self.keys = deps.repos.api_keys
-        self.tenants = deps.repos.tenants
-
+class RoleManagement(KeyStoreChanges):
     async def get(self, principal: Principal, role_id: UUID) -> RoleRow:
         return visible_role(
             principal, await self.deps.db.read(lambda c: self.roles.get_role(c, role_id))
@@ -109,9 +102,7 @@ class RoleManagement:
             await self._audit(conn, actor, "role.updated", after, {"before": old, "after": new})
             return after
 
-        result = await self.deps.db.transaction(work)
-        self.cache.invalidate_role(role_id)
-        return result
+        return await change_then_forget(self.deps.db, work, self.cache.invalidate_role, role_id)
 
     async def delete(self, principal: Principal, actor: Actor, role_id: UUID) -> None:
         async def work(conn: asyncpg.Connection) -> None:
@@ -139,8 +130,7 @@ class RoleManagement:
                 },
             )
 
-        await self.deps.db.transaction(work)
-        self.cache.invalidate_role(role_id)
+        await change_then_forget(self.deps.db, work, self.cache.invalidate_role, role_id)
 
     async def _refuse_stranded_holders(self, conn: asyncpg.Connection, role_id: UUID) -> None:
         """A key outside its role's subtree gets nothing from the role; deleting the role

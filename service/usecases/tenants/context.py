@@ -65,15 +65,7 @@ class ContextReads:
             reveal = revealer is not None and (
                 reaches is None or c.source_tenant_id in reaches or c.reveal_to_descendants
             )
-            shown[c.key] = shown_value(
-                encryptor,
-                tenant_id=c.source_tenant_id,
-                key=c.key,
-                value=c.value,
-                encrypted_value=c.encrypted_value,
-                sensitive=c.sensitive,
-                reveal=reveal,
-            )
+            shown[c.key] = shown_value(encryptor, c, c.source_tenant_id, reveal)
             if revealer is not None and c.sensitive and not reveal:
                 masked_outside.append(c.key)
         return TenantContext.of(ctx, shown, masked_outside)

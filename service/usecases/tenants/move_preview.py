@@ -18,8 +18,9 @@ from service.base.errors import CONSTRAINT_CODES, ServiceError
 from service.repositories.tenants import TenantNode
 from service.schemas.config import PreviewQuery
 from service.usecases.common.deps import Deps
+from service.usecases.common.pages import page_of
 from service.usecases.common.tenant_access import active, root_denied, visible, visible_active
-from service.usecases.entries.impact import NIL, page_of
+from service.usecases.entries.impact import NIL
 from service.usecases.tenants.moves import TenantMoves, cycle_detected
 
 

@@ -18,6 +18,7 @@ from service.repositories.tenants import JsonRows, RawJson, RawJsonPage, TenantR
 from service.schemas.tenants import ChildrenQuery, DescendantsQuery, ListTenantsQuery
 from service.usecases.common.cache_fill import fill_read
 from service.usecases.common.deps import Deps
+from service.usecases.common.pages import Page, first_json_page, page_of
 from service.usecases.common.tenant_access import active, visible, visible_active
 from service.views.base import render
 from service.views.tenants import Tenant
@@ -28,15 +29,9 @@ DESCENDANT_CHUNK_ROWS = 500
 
 
 @dataclass(frozen=True, slots=True)
-class TenantRowPage:
-    items: list[TenantRow]
-    next_cursor: UUID | None
+class TenantRowPage(Page[TenantRow]):
     # Direct children per listed tenant, when the caller asked for them.
     child_counts: dict[UUID, int] | None = None
-
-    @property
-    def has_more(self) -> bool:
-        return self.next_cursor is not None
 
 
 def _max_depth(depth: int, query: DescendantsQuery) -> int | None:
@@ -45,9 +40,7 @@ def _max_depth(depth: int, query: DescendantsQuery) -> int | None:
 
 
 def _page(rows: list[TenantRow], limit: int) -> TenantRowPage:
-    if len(rows) > limit:
-        return TenantRowPage(rows[:limit], rows[limit - 1].id)
-    return TenantRowPage(rows, None)
+    return TenantRowPage(*page_of(rows, limit, lambda row: row.id))
 
 
 def _status(include_archived: bool) -> str:
@@ -264,13 +257,8 @@ class TenantQueries:
         self, principal: Principal, tenant_id: UUID, query: DescendantsQuery, limit: int
     ) -> RawJsonPage:
         """One page of `limit` descendants, and the cursor of the next when more follow."""
-        async with self.descendants(principal, tenant_id, query, first_rows=limit + 1) as chunks:
-            rows = await anext(chunks, None)
-        documents = [] if rows is None else rows.documents
-        next_cursor = None
-        if rows is not None and len(documents) > limit:
-            documents, next_cursor = documents[:limit], rows.ids[limit - 1]
-        return RawJsonPage(RawJson("[" + ",".join(documents) + "]"), next_cursor)
+        chunks = self.descendants(principal, tenant_id, query, first_rows=limit + 1)
+        return await first_json_page(chunks, limit)
 
     async def _cursor_path(self, conn: asyncpg.Connection, path: str, cursor: UUID) -> str:
         """A page cursor is the last tenant of the previous page: one below this tenant."""

@@ -23,9 +23,10 @@ import orjson
 from service.auth.principal import Principal
 from service.base.errors import FieldError, ServiceError
 from service.repositories.resolved import PathEntry
-from service.repositories.tenants import JsonRows, RawJson, RawJsonPage
+from service.repositories.tenants import JsonRows, RawJsonPage
 from service.schemas.constraints import ResolvedQuery
 from service.usecases.common.deps import Deps
+from service.usecases.common.pages import first_json_page
 from service.usecases.common.tenant_access import visible_active
 
 CHUNK_ROWS = 500
@@ -220,10 +221,5 @@ class ResolvedValues:
     async def page(
         self, principal: Principal, tenant_id: UUID, query: ResolvedQuery, limit: int
     ) -> RawJsonPage:
-        async with self.rows(principal, tenant_id, query, first_rows=limit + 1) as chunks:
-            rows = await anext(chunks, None)
-        documents = [] if rows is None else rows.documents
-        next_cursor = None
-        if rows is not None and len(documents) > limit:
-            documents, next_cursor = documents[:limit], rows.ids[limit - 1]
-        return RawJsonPage(RawJson("[" + ",".join(documents) + "]"), next_cursor)
+        chunks = self.rows(principal, tenant_id, query, first_rows=limit + 1)
+        return await first_json_page(chunks, limit)

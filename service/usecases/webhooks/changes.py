@@ -54,6 +54,28 @@ class WebhookChanges:
         self.webhooks = deps.repos.webhooks
         self.tenants = deps.repos.tenants
 
+    async def _record(
+        self,
+        conn: asyncpg.Connection,
+        actor: Actor,
+        action: str,
+        webhook: WebhookRow,
+        changes: dict[str, Any],
+    ) -> None:
+        """The audit entry of a change to `webhook` (as it is after the change, or as it
+        was before a delete)."""
+        await self.deps.recorder.record(
+            conn,
+            actor,
+            AuditRecord(
+                action=action,
+                resource_type="webhook",
+                resource_id=webhook.id,
+                tenant_id=webhook.tenant_id,
+                changes=changes,
+            ),
+        )
+
     async def _check_url(self, url: str) -> None:
         try:
             await self.guard.check(url)
@@ -94,19 +116,15 @@ class WebhookChanges:
                     include_descendants=body.include_descendants,
                 ),
             )
-            await self.deps.recorder.record(
+            await self._record(
                 conn,
                 actor,
-                AuditRecord(
-                    action="webhook.created",
-                    resource_type="webhook",
-                    resource_id=created.id,
-                    tenant_id=created.tenant_id,
-                    changes={
-                        "before": None,
-                        "after": {**_webhook_document(created), "secret": SENSITIVE_MASK},
-                    },
-                ),
+                "webhook.created",
+                created,
+                {
+                    "before": None,
+                    "after": {**_webhook_document(created), "secret": SENSITIVE_MASK},
+                },
             )
             return created
 
@@ -137,17 +155,7 @@ class WebhookChanges:
             }
             if secret_changed:
                 changes["before"]["secret"] = changes["after"]["secret"] = SENSITIVE_MASK
-            await self.deps.recorder.record(
-                conn,
-                actor,
-                AuditRecord(
-                    action="webhook.updated",
-                    resource_type="webhook",
-                    resource_id=webhook_id,
-                    tenant_id=after.tenant_id,
-                    changes=changes,
-                ),
-            )
+            await self._record(conn, actor, "webhook.updated", after, changes)
             return after
 
         return await self.deps.db.transaction(work)
@@ -180,17 +188,8 @@ class WebhookChanges:
         async def work(conn: asyncpg.Connection) -> None:
             before = visible_webhook(principal, await self.webhooks.lock_webhook(conn, webhook_id))
             await self.webhooks.delete_webhook(conn, webhook_id)
-            await self.deps.recorder.record(
-                conn,
-                actor,
-                AuditRecord(
-                    action="webhook.deleted",
-                    resource_type="webhook",
-                    resource_id=webhook_id,
-                    tenant_id=before.tenant_id,
-                    changes={"before": _webhook_document(before), "after": None},
-                ),
-            )
+            changes = {"before": _webhook_document(before), "after": None}
+            await self._record(conn, actor, "webhook.deleted", before, changes)
 
         await self.deps.db.transaction(work)
 
@@ -211,22 +210,16 @@ class WebhookChanges:
                 seal_secret(self.deps.keyring.encryptor, webhook_id, secret),
                 overlap_seconds=ROTATION_OVERLAP_SECONDS,
             )
-            await self.deps.recorder.record(
+            await self._record(
                 conn,
                 actor,
-                AuditRecord(
-                    action="webhook.updated",
-                    resource_type="webhook",
-                    resource_id=webhook_id,
-                    tenant_id=rotated.tenant_id,
-                    changes={
-                        "before": {"secret": SENSITIVE_MASK},
-                        "after": {"secret": SENSITIVE_MASK},
-                        "previous_secret_expires_at": iso_or_none(
-                            rotated.previous_secret_expires_at
-                        ),
-                    },
-                ),
+                "webhook.updated",
+                rotated,
+                {
+                    "before": {"secret": SENSITIVE_MASK},
+                    "after": {"secret": SENSITIVE_MASK},
+                    "previous_secret_expires_at": iso_or_none(rotated.previous_secret_expires_at),
+                },
             )
             return rotated
 

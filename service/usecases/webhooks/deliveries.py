@@ -13,12 +13,11 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime
 
-from service.base.crypto import DecryptionError
 from service.observability.logs import get_logger
 from service.repositories.deliveries import Claim
 from service.usecases.common.deps import Deps
 from service.usecases.webhooks.health import WebhookHealth
-from service.webhooks.envelope import SealedSecrets, event_body, signed_request
+from service.webhooks.envelope import SealedSecrets, event_body
 from service.webhooks.sender import AttemptResult, WebhookSender
 
 log = get_logger("service.webhooks")
@@ -71,21 +70,15 @@ class DeliveryAttempts:
             claim.previous_encrypted_secret,
             claim.previous_secret_expires_at,
         )
-        try:
-            headers = signed_request(
-                self.deps.keyring.encryptor,
-                sealed,
-                delivery_id=claim.id,
-                event_type=claim.event_type,
-                body=body,
-                now=datetime.now(UTC),
-            )
-        except DecryptionError:
-            return AttemptResult(
-                False, 0, "the webhook secret cannot be decrypted with the configured keys",
-                0.0, "secret",
-            )  # fmt: skip
-        return await self.sender.post(claim.url, body, headers)
+        return await self.sender.send_signed(
+            self.deps.keyring.encryptor,
+            claim.url,
+            sealed,
+            body,
+            delivery_id=claim.id,
+            event_type=claim.event_type,
+            now=datetime.now(UTC),
+        )
 
     async def _record(self, claim: Claim, result: AttemptResult) -> None:
         seconds = result.duration_ms / 1000

@@ -7,7 +7,6 @@ request with the count; a retry that changes nothing records nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from uuid import UUID
 
 import asyncpg
@@ -16,18 +15,9 @@ from service.auth.principal import Actor, Principal
 from service.repositories.deliveries import DeliveryRow, DeliveryStatsRow, FailedDeliveryRow
 from service.schemas.webhooks import DeliveriesQuery, FailedDeliveriesQuery
 from service.usecases.common.deps import Deps
+from service.usecases.common.pages import Page, page_of
 from service.usecases.common.recording import AuditRecord
 from service.usecases.webhooks.access import can_see, delivery_not_found, visible_webhook
-
-
-@dataclass(frozen=True, slots=True)
-class DeliveryRowPage:
-    items: list[DeliveryRow]
-    next_cursor: UUID | None
-
-    @property
-    def has_more(self) -> bool:
-        return self.next_cursor is not None
 
 
 class DeliveryAdmin:
@@ -45,15 +35,13 @@ class DeliveryAdmin:
 
     async def history(
         self, principal: Principal, webhook_id: UUID, query: DeliveriesQuery
-    ) -> DeliveryRowPage:
+    ) -> Page[DeliveryRow]:
         async with self.db.read_connection() as conn:
             await self._check_webhook(conn, principal, webhook_id)
             rows = await self.deliveries.list_webhook_deliveries(
                 conn, webhook_id, cursor=query.cursor, status=query.status, limit=query.limit + 1
             )
-        if len(rows) > query.limit:
-            return DeliveryRowPage(rows[: query.limit], rows[query.limit - 1].id)
-        return DeliveryRowPage(rows, None)
+        return Page(*page_of(rows, query.limit, lambda row: row.id))
 
     async def stats(self, principal: Principal, webhook_id: UUID | None) -> DeliveryStatsRow:
         async with self.db.read_connection() as conn:

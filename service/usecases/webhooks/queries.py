@@ -9,7 +9,6 @@ import asyncpg
 from msgspec import UNSET
 
 from service.auth.principal import Actor, Principal
-from service.base.crypto import DecryptionError
 from service.base.ids import uuid7
 from service.repositories.webhooks import WebhookRow
 from service.schemas.webhooks import TEST_EVENT, ListWebhooksQuery
@@ -19,8 +18,8 @@ from service.usecases.common.tenant_access import visible
 from service.usecases.webhooks.access import unsafe_url, visible_webhook
 from service.views.base import document
 from service.views.webhooks import WebhookTestResult
-from service.webhooks.envelope import SealedSecrets, event_body, signed_request
-from service.webhooks.sender import AttemptResult, WebhookSender
+from service.webhooks.envelope import SealedSecrets, event_body
+from service.webhooks.sender import WebhookSender
 from service.webhooks.urlguard import UnsafeUrl
 
 
@@ -69,22 +68,15 @@ class WebhookTesting:
             webhook.previous_encrypted_secret,
             webhook.previous_secret_expires_at,
         )
-        try:
-            headers = signed_request(
-                self.deps.keyring.encryptor,
-                sealed,
-                delivery_id=uuid7(),
-                event_type=TEST_EVENT,
-                body=body,
-                now=now,
-            )
-        except DecryptionError:
-            result = AttemptResult(
-                False, 0, "the webhook secret cannot be decrypted with the configured keys",
-                0.0, "secret",
-            )  # fmt: skip
-        else:
-            result = await self.sender.post(webhook.url, body, headers)
+        result = await self.sender.send_signed(
+            self.deps.keyring.encryptor,
+            webhook.url,
+            sealed,
+            body,
+            delivery_id=uuid7(),
+            event_type=TEST_EVENT,
+            now=now,
+        )
         outcome = WebhookTestResult(
             success=result.success,
             response_code=result.response_code,

@@ -1,4 +1,4 @@
-"""What the pipeline (service/http/pipeline.py) learns of a request, for handlers: its
+"""What the pipeline (service/http/middlewares/pipeline.py) learns of a request, for handlers: its
 id, its caller, its address and its rate limit, in one `Exchange` under one request key
 (every access to a request's own mapping is a Python call, and a cached read made about
 a dozen of them); and the answers to errors no handler turned into a ServiceError."""

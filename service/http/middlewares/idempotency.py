@@ -17,7 +17,7 @@ from aiohttp import web
 from service.base.errors import FieldError, ServiceError
 from service.db.held import HeldTransaction, holding
 from service.http.appkeys import DATABASE, ENDPOINTS, use_cases
-from service.http.middleware import exchange_of
+from service.http.middlewares.exchange import exchange_of
 from service.http.routing import Handler, endpoint_for
 from service.usecases.common.idempotency import (
     Answer,

@@ -18,10 +18,10 @@ from contextlib import asynccontextmanager
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from service.auth.authorization import SAFE_METHODS
 from service.db.errors import service_unavailable
 from service.http.routing import Handler
 
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 RESOURCE_PARAMETER = "id"
 
 

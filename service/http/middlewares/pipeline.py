@@ -22,14 +22,14 @@ from aiohttp import hdrs, web
 from aiohttp.typedefs import Middleware
 
 from service.auth.authenticator import Authenticator
-from service.auth.authorization import authorize, required_scopes
+from service.auth.authorization import SAFE_METHODS, authorize, required_scopes
 from service.auth.challenges import challenge
 from service.base.errors import RetryTransaction, ServiceError
 from service.db.consistency import HEADER
 from service.db.errors import service_unavailable
-from service.http.clients import client_address
 from service.http.conventions import SERVER, compress_if_asked
-from service.http.middleware import EXCHANGE, Exchange, answer_for, http_error
+from service.http.middlewares.clients import client_address
+from service.http.middlewares.exchange import EXCHANGE, Exchange, answer_for, http_error
 from service.http.responses import error_response
 from service.http.routing import Endpoint, Handler
 from service.observability.logs import log_request_line, request_lines_wanted
@@ -37,7 +37,6 @@ from service.observability.metrics import Metrics
 from service.settings.reader import IPNetwork
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 class Pipeline:
@@ -53,7 +52,7 @@ class Pipeline:
         self.metrics = metrics
         self.authenticator = authenticator
         self.trusted_proxies = tuple(trusted_proxies)
-        # Consistency, read-your-writes and idempotency (service/http/data_layers.py):
+        # Consistency, read-your-writes and idempotency (service/http/middlewares/data_layers.py):
         # a plain read needs none of them.
         self.data = data
         # Request ids: this process's random half and a counter (os.urandom per request

@@ -28,26 +28,31 @@ from collections.abc import Iterable
 from importlib import metadata
 from typing import Any
 
-import msgspec
 import orjson
 
 from service.auth.authorization import required_scopes
 from service.base.errors import STATUS_BY_CODE
-from service.http.openapi_components import (
+from service.http.openapi.components import (
     HEADERS,
     JSON,
     PARAMETERS,
     RATE_HEADERS,
     REF,
     SECURITY_SCHEMES,
-    error_code_schema,
     error_headers,
     error_responses,
     header_ref,
     parameter_ref,
     response_ref,
 )
-from service.http.openapi_extras import Examples, links_of, webhooks
+from service.http.openapi.extras import Examples, links_of, webhooks
+from service.http.openapi.schemas import (
+    Schemas,
+    absent_not_default,
+    error_codes_as_enum,
+    query_parameters,
+    reachable,
+)
 from service.http.routing import Endpoint
 from service.schemas.common import CONFIG_KEY_PATTERN
 from service.views.errors import Error
@@ -62,7 +67,7 @@ AUTH_CODES = (
 BODY_CODES = ("VALIDATION_ERROR", "PAYLOAD_TOO_LARGE", "UNSUPPORTED_MEDIA_TYPE")
 # Anything behind the database can meet an outage (503) or a bug (500).
 SERVER_CODES = ("INTERNAL_ERROR", "SERVICE_UNAVAILABLE")
-# Every authenticated POST takes an Idempotency-Key (service/http/idempotency.py).
+# Every authenticated POST takes an Idempotency-Key (service/http/middlewares/idempotency.py).
 IDEMPOTENCY_CODES = ("VALIDATION_ERROR", "IDEMPOTENCY_KEY_REUSED", "IDEMPOTENCY_KEY_IN_USE")
 IDEMPOTENCY_KEY = parameter_ref("Idempotency-Key")
 _PARAM = re.compile(r"\{(\w+)(?::[^}]*)?\}")
@@ -89,54 +94,6 @@ def service_version() -> str:
 def openapi_path(path: str) -> str:
     """aiohttp's `{name:regex}` as OpenAPI's `{name}`."""
     return _PARAM.sub(lambda m: "{" + m.group(1) + "}", path)
-
-
-class _Schemas:
-    """Collects every type the document mentions and renders them all at once."""
-
-    def __init__(self) -> None:
-        self.types: list[Any] = []
-
-    def add(self, type_: Any) -> int:
-        self.types.append(type_)
-        return len(self.types) - 1
-
-    def render(self) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        schemas, components = msgspec.json.schema_components(self.types, ref_template=REF)
-        return list(schemas), dict(components)
-
-
-def _without_null(schema: dict[str, Any]) -> dict[str, Any]:
-    """A query parameter is absent or has a value: `X | None` is just X there."""
-    options = schema.get("anyOf")
-    if not options:
-        return schema
-    kept = [o for o in options if o != {"type": "null"}]
-    rest = {k: v for k, v in schema.items() if k not in ("anyOf", "default")}
-    if len(kept) == 1:
-        return {**kept[0], **rest}
-    return {**rest, "anyOf": kept}
-
-
-def _component(schema: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]:
-    ref = schema.get("$ref", "")
-    name = ref.rsplit("/", 1)[-1]
-    found: dict[str, Any] = components[name]
-    return found
-
-
-def _query_parameters(schema: dict[str, Any], components: dict[str, Any]) -> list[dict[str, Any]]:
-    struct = _component(schema, components)
-    required = set(struct.get("required", ()))
-    return [
-        {
-            "name": name,
-            "in": "query",
-            "required": name in required,
-            "schema": _without_null(prop),
-        }
-        for name, prop in struct.get("properties", {}).items()
-    ]
 
 
 def _path_parameters(endpoint: Endpoint) -> list[dict[str, Any]]:
@@ -230,7 +187,7 @@ def _headers(endpoint: Endpoint, status: int) -> dict[str, Any]:
 
 
 class _Operation:
-    def __init__(self, endpoint: Endpoint, schemas: _Schemas) -> None:
+    def __init__(self, endpoint: Endpoint, schemas: Schemas) -> None:
         self.endpoint = endpoint
         self.body = None if endpoint.body is None else schemas.add(endpoint.body)
         self.query = None if endpoint.query is None else schemas.add(endpoint.query)
@@ -252,7 +209,7 @@ class _Operation:
         operation["description"] = describe(endpoint)
         parameters = _path_parameters(endpoint)
         if self.query is not None:
-            parameters += _query_parameters(rendered[self.query], components)
+            parameters += query_parameters(rendered[self.query], components)
         if _takes_idempotency_key(endpoint):
             parameters.append(IDEMPOTENCY_KEY)
         if _takes_consistency_token(endpoint):
@@ -308,10 +265,10 @@ class DocumentCache:
 
 def build_document(endpoints: Iterable[Endpoint]) -> dict[str, Any]:
     """The OpenAPI 3.1 document of these endpoints."""
-    schemas = _Schemas()
+    schemas = Schemas()
     operations = [_Operation(endpoint, schemas) for endpoint in endpoints]
     rendered, components = schemas.render()
-    _error_codes_as_enum(components)
+    error_codes_as_enum(components)
     paths: dict[str, dict[str, Any]] = defaultdict(dict)
     seen_ids: set[str] = set()
     tags: dict[str, dict[str, None]] = {}
@@ -326,7 +283,7 @@ def build_document(endpoints: Iterable[Endpoint]) -> dict[str, Any]:
     queries = {op.endpoint.query.__name__ for op in operations if op.endpoint.query is not None}
     used = {k: v for k, v in components.items() if k not in queries}
     bodies = [op.endpoint.body for op in operations if op.endpoint.body is not None]
-    for name in sorted(_reachable([{"$ref": REF.format(name=b.__name__)} for b in bodies], used)):
+    for name in sorted(reachable([{"$ref": REF.format(name=b.__name__)} for b in bodies], used)):
         used[name] = absent_not_default(used[name])
     statuses = {
         int(status)
@@ -376,60 +333,6 @@ def _module_summary(endpoint: Endpoint) -> str:
     text = _DOC_REFERENCE.sub("", text)
     first = re.split(r"(?<=\.)\s", text, maxsplit=1)[0]
     return first if first.endswith(".") or not first else first + "."
-
-
-def _error_codes_as_enum(components: dict[str, Any]) -> None:
-    """ErrorDetail.code is the enum of every documented code (service/base/errors.py)."""
-    components["ErrorCode"] = error_code_schema()
-    detail = components["ErrorDetail"]
-    detail["properties"]["code"] = {"$ref": REF.format(name="ErrorCode")}
-
-
-def _reachable(schemas: list[dict[str, Any]], components: dict[str, Any]) -> set[str]:
-    """The names of the components these schemas refer to, directly or not."""
-    found: set[str] = set()
-    stack: list[Any] = list(schemas)
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            ref = item.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
-                name = ref.rsplit("/", 1)[-1]
-                if name not in found:
-                    found.add(name)
-                    stack.append(components[name])
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return found
-
-
-# What an absent optional property means, where "none" would say too little.
-_ABSENT_MEANS = {"parent_id": "a root tenant", "expires_at": "no expiry"}
-
-
-def absent_not_default(schema: dict[str, Any]) -> dict[str, Any]:
-    """A request schema whose optional properties say what their absence means, rather
-    than carry `default` (openapi-typescript makes a property with a default required, so
-    `{name, slug}` would not type-check as a TenantCreate)."""
-    properties = schema.get("properties")
-    if not properties:
-        return schema
-    changed = {}
-    for name, prop in properties.items():
-        if "default" not in prop:
-            changed[name] = prop
-            continue
-        rest = {k: v for k, v in prop.items() if k != "default"}
-        default = prop["default"]
-        if default is None:
-            meaning = f"Absent (or null) means {_ABSENT_MEANS.get(name, 'none')}."
-        else:
-            meaning = f"Absent means {orjson.dumps(default).decode()}."
-        text = rest.get("description", "")
-        rest["description"] = f"{text} {meaning}".strip()
-        changed[name] = rest
-    return {**schema, "properties": changed}
 
 
 def endpoints_of(operations: list[_Operation]) -> list[Endpoint]:

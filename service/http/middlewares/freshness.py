@@ -15,18 +15,18 @@ import uuid
 
 from aiohttp import web
 
+from service.auth.authorization import SAFE_METHODS
 from service.http.appkeys import DATABASE, ENDPOINTS, READ_CACHE, REPOSITORIES
-from service.http.middleware import exchange_of
+from service.http.middlewares.exchange import exchange_of
 from service.http.routing import Handler, endpoint_for
 from service.observability.logs import get_logger
 
 log = get_logger("service.http.freshness")
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # Announcements arrive in milliseconds; past this the listener is stuck or the database
 # unreachable, and forgetting everything is the safe answer.
 MARKER_TIMEOUT_SECONDS = 2.0
 # The primary's WAL position the marker's statement read: the write's consistency token
-# (service/http/consistency.py) without a round trip of its own.
+# (service/http/middlewares/consistency.py) without a round trip of its own.
 WRITE_POSITION = web.RequestKey("write_position", int)
 # The newest revision the same statement read: the write's X-Revision.
 WRITE_REVISION = web.RequestKey("write_revision", int)

@@ -11,10 +11,9 @@ from functools import partial
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from service.auth.authorization import SAFE_METHODS
 from service.db.consistency import HEADER
 from service.http.routing import Handler
-
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def data_layers(*layers: Middleware) -> Middleware:

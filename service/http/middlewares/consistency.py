@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from service.auth.authorization import SAFE_METHODS
 from service.base.errors import FieldError, ServiceError
 from service.db.consistency import (
     HEADER,
@@ -17,10 +18,9 @@ from service.db.consistency import (
     token_key,
 )
 from service.http.appkeys import DATABASE, ENDPOINTS, REPOSITORIES, SETTINGS
-from service.http.freshness import WRITE_POSITION, WRITE_REVISION
+from service.http.middlewares.freshness import WRITE_POSITION, WRITE_REVISION
 from service.http.routing import Handler, endpoint_for
 
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # The newest revision when a write's answer was made: at or past the write's own, so a
 # stream of context changes that reached it shows the write (docs/context-delivery.md).
 REVISION_HEADER = "X-Revision"
