@@ -14,7 +14,8 @@ from service.auth.principal import Principal
 from service.base.errors import FieldError, ServiceError
 from service.base.etags import Rendered
 from service.caches.read_cache import CachedRead, ReadCache
-from service.repositories.tenants import JsonRows, RawJson, RawJsonPage, TenantRow
+from service.repositories.tenant_documents import JsonRows, RawJson, RawJsonPage
+from service.repositories.tenants import TenantRow
 from service.schemas.tenants import ChildrenQuery, DescendantsQuery, ListTenantsQuery
 from service.usecases.common.cache_fill import fill_read
 from service.usecases.common.deps import Deps
@@ -82,6 +83,7 @@ class TenantQueries:
     def __init__(self, deps: Deps, cache: ReadCache) -> None:
         self.db = deps.db
         self.tenants = deps.repos.tenants
+        self.documents = deps.repos.documents
         self.cache = cache
 
     async def rendered(
@@ -191,7 +193,7 @@ class TenantQueries:
         """The same page as children() without counts, rendered by PostgreSQL."""
         async with self.db.read_connection() as conn:
             visible_active(principal, await self.tenants.get_tenant_node(conn, tenant_id))
-            return await self.tenants.list_children_json(
+            return await self.documents.list_children_json(
                 conn,
                 tenant_id,
                 cursor=query.cursor,
@@ -204,7 +206,7 @@ class TenantQueries:
             visible_active(principal, await self.tenants.get_tenant_node(conn, tenant_id))
             # A tenant-scoped caller sees the part of the chain inside its own subtree
             # (Principal.can_see_path, applied by the query).
-            return await self.tenants.list_ancestors_json(
+            return await self.documents.list_ancestors_json(
                 conn, tenant_id, visible_root=principal.tenant_id
             )
 
@@ -228,7 +230,7 @@ class TenantQueries:
             after = None
             if query.cursor is not None:
                 after = await self._cursor_path(conn, node.ancestry_path, query.cursor)
-            rows = self.tenants.stream_descendants_json(
+            rows = self.documents.stream_descendants_json(
                 conn,
                 node.ancestry_path,
                 after=after,
@@ -250,7 +252,7 @@ class TenantQueries:
             after = None
             if query.cursor is not None:
                 after = await self._cursor_path(conn, node.ancestry_path, query.cursor)
-            listed = await self.tenants.count_descendants_capped(
+            listed = await self.documents.count_descendants_capped(
                 conn,
                 node.ancestry_path,
                 after=after,
