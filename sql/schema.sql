@@ -558,49 +558,9 @@ CREATE TABLE public.tenants (
 CREATE FUNCTION public.context_document(target public.tenants) RETURNS text
     LANGUAGE sql STABLE
     AS $$
-    SELECT json_build_object(
-               'tenant_id', target.id,
-               'ancestry_path', target.ancestry_path,
-               'depth', target.depth,
-               'isolation_strategy', target.isolation_strategy,
-               'resolved_config', coalesce(
-                   (SELECT json_object_agg(w.key, CASE WHEN w.expires_at IS NULL THEN json_build_object(
-                               'key', w.key,
-                               'value', CASE WHEN w.sensitive THEN '"***"'::jsonb ELSE w.value END,
-                               'source_tenant_id', w.source_tenant_id,
-                               'inherited', w.source_tenant_id <> target.id,
-                               'locked', w.locked)
-                           ELSE json_build_object(
-                               'key', w.key,
-                               'value', CASE WHEN w.sensitive THEN '"***"'::jsonb ELSE w.value END,
-                               'source_tenant_id', w.source_tenant_id,
-                               'inherited', w.source_tenant_id <> target.id,
-                               'locked', w.locked,
-                               'expires_at', svc_iso_time(w.expires_at)) END ORDER BY w.key)
-                    FROM context_config_winners(target.id) w),
-                   '{}'::json),
-               'resolved_permissions', coalesce(
-                   (SELECT json_object_agg(p.key, CASE WHEN p.expires_at IS NULL THEN json_build_object(
-                               'key', p.key,
-                               'value', p.value,
-                               'mode', p.mode,
-                               'source_tenant_id', p.source_tenant_id,
-                               'locked', p.mode = 'LOCKED',
-                               'delegated', p.source_tenant_id <> target.id
-                                            AND p.mode <> 'LOCKED')
-                           ELSE json_build_object(
-                               'key', p.key,
-                               'value', p.value,
-                               'mode', p.mode,
-                               'source_tenant_id', p.source_tenant_id,
-                               'locked', p.mode = 'LOCKED',
-                               'delegated', p.source_tenant_id <> target.id
-                                            AND p.mode <> 'LOCKED',
-                               'expires_at', svc_iso_time(p.expires_at)) END
-                           ORDER BY p.key)
-                    FROM context_permission_winners(target.id) p),
-                   '{}'::json)
-           )::text
+    SELECT d.document
+    FROM tenant_context_document(target.id, target.ancestry_path, target.depth,
+                                 target.isolation_strategy) d
 $$;
 
 CREATE FUNCTION public.context_permission_winners(target uuid) RETURNS TABLE(key text, value boolean, mode text, expires_at timestamp with time zone, source_tenant_id uuid)
@@ -986,6 +946,56 @@ CREATE FUNCTION public.svc_uuid7() RETURNS uuid
                 52, 1),
             53, 1),
         'hex')::uuid
+$$;
+
+CREATE FUNCTION public.tenant_context_document(target_id uuid, target_path text, target_depth integer, target_isolation text) RETURNS TABLE(document text)
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+    SELECT json_build_object(
+               'tenant_id', target_id,
+               'ancestry_path', target_path,
+               'depth', target_depth,
+               'isolation_strategy', target_isolation,
+               'resolved_config', coalesce(
+                   (SELECT json_object_agg(w.key, CASE WHEN w.expires_at IS NULL THEN
+                           json_build_object(
+                               'key', w.key,
+                               'value', CASE WHEN w.sensitive THEN '"***"'::jsonb ELSE w.value END,
+                               'source_tenant_id', w.source_tenant_id,
+                               'inherited', w.source_tenant_id <> target_id,
+                               'locked', w.locked)
+                           ELSE json_build_object(
+                               'key', w.key,
+                               'value', CASE WHEN w.sensitive THEN '"***"'::jsonb ELSE w.value END,
+                               'source_tenant_id', w.source_tenant_id,
+                               'inherited', w.source_tenant_id <> target_id,
+                               'locked', w.locked,
+                               'expires_at', svc_iso_time(w.expires_at)) END ORDER BY w.key)
+                    FROM context_config_winners(target_id) w),
+                   '{}'::json),
+               'resolved_permissions', coalesce(
+                   (SELECT json_object_agg(p.key, CASE WHEN p.expires_at IS NULL THEN
+                           json_build_object(
+                               'key', p.key,
+                               'value', p.value,
+                               'mode', p.mode,
+                               'source_tenant_id', p.source_tenant_id,
+                               'locked', p.mode = 'LOCKED',
+                               'delegated', p.source_tenant_id <> target_id
+                                            AND p.mode <> 'LOCKED')
+                           ELSE json_build_object(
+                               'key', p.key,
+                               'value', p.value,
+                               'mode', p.mode,
+                               'source_tenant_id', p.source_tenant_id,
+                               'locked', p.mode = 'LOCKED',
+                               'delegated', p.source_tenant_id <> target_id
+                                            AND p.mode <> 'LOCKED',
+                               'expires_at', svc_iso_time(p.expires_at)) END
+                           ORDER BY p.key)
+                    FROM context_permission_winners(target_id) p),
+                   '{}'::json)
+           )::text
 $$;
 
 CREATE TABLE public.api_keys (

@@ -19,6 +19,8 @@ from tests.support.databases import create_database, drop_database
 from tests.support.seeding import seed_balanced
 
 FUNCTIONS = (
+    "tenant_context_document",
+    "context_document",
     "context_config_winners",
     "context_permission_winners",
     "config_entry_rank",
@@ -154,8 +156,14 @@ async def test_the_context_reads_the_same_indexes_through_the_winners(
         query = Queries.load()[name]
         found = await plan_of(conn, query.sql, query.args(tenant_id=leaf))
         assert indexes(found) == CONTEXT_INDEXES, (name, plan_mode, indexes(found))
-    # context_document (the batch reads and the subtree stream) calls the same functions
-    # from inside a function of its own, where EXPLAIN cannot look: they inline alone.
+    for name, params in (
+        ("render_tenant_contexts", {"tenant_ids": [leaf, tree[2][7]]}),
+        ("stream_subtree_contexts", {"path": f"/{tree[0][1]}/{tree[1][9]}"}),
+    ):
+        query = Queries.load()[name]
+        found = await plan_of(conn, query.sql, query.args(**params))
+        assert indexes(found) >= CONTEXT_INDEXES - {"tenants_pkey"}, (name, indexes(found))
+    # The winners alone, as tenant_context_document and context_document call them.
     for function, table in (
         ("context_config_winners", "config_entries"),
         ("context_permission_winners", "permission_policies"),

@@ -1,9 +1,10 @@
 -- Each rule once (docs/decisions/context.md, "Inheritance rules in one place";
 -- docs/decisions/tenants.md, "One renderer of the tenant document"). The inheritance
 -- rules of the context were written out in every query that resolved a chain (the
--- context, its document, the lock checks, the previews, the history), and a tenant's
--- document in three renderers (the tenant_documents view, tenant_document_texts and the
--- trigger of migration 0029). Here each is stated once. Nothing changes an answer.
+-- context, its document, the lock checks, the previews, the history), the context
+-- document twice (render_tenant_context and context_document), and a tenant's document
+-- in three renderers (the tenant_documents view, tenant_document_texts and the trigger
+-- of migration 0029). Here each is stated once. Nothing changes an answer.
 
 -- 1. The order of precedence on a chain, as inlinable SQL functions (a single SELECT of
 --    an expression, not STRICT: the planner puts the expression itself in the query).
@@ -71,40 +72,48 @@ AS $$
     ORDER BY pp.key, permission_policy_rank(pp.mode, c.depth)
 $$;
 
--- 3. context_document (migrations 0034, 0041) over the winners: the same document,
---    byte for byte, as render_tenant_context (sql/queries/context.sql) renders it.
-CREATE OR REPLACE FUNCTION context_document(target tenants) RETURNS text
-LANGUAGE sql STABLE
+-- 3. A tenant's masked context document (GET /context), rendered once: sensitive values
+--    '***', objects in key order (json, not jsonb, keeps that order), expires_at shown
+--    on the entries that have one. A set-returning SQL function of one row, so that
+--    callers inline it (CROSS JOIN LATERAL ... ON the tenant's row): the statement is
+--    planned once with its prepared statement, not per call as a function's body is.
+--    It takes the tenant's own fields as arguments, which its caller has read already.
+CREATE FUNCTION tenant_context_document(target_id uuid, target_path text,
+                                        target_depth integer, target_isolation text)
+RETURNS TABLE (document text)
+LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
     SELECT json_build_object(
-               'tenant_id', target.id,
-               'ancestry_path', target.ancestry_path,
-               'depth', target.depth,
-               'isolation_strategy', target.isolation_strategy,
+               'tenant_id', target_id,
+               'ancestry_path', target_path,
+               'depth', target_depth,
+               'isolation_strategy', target_isolation,
                'resolved_config', coalesce(
-                   (SELECT json_object_agg(w.key, CASE WHEN w.expires_at IS NULL THEN json_build_object(
+                   (SELECT json_object_agg(w.key, CASE WHEN w.expires_at IS NULL THEN
+                           json_build_object(
                                'key', w.key,
                                'value', CASE WHEN w.sensitive THEN '"***"'::jsonb ELSE w.value END,
                                'source_tenant_id', w.source_tenant_id,
-                               'inherited', w.source_tenant_id <> target.id,
+                               'inherited', w.source_tenant_id <> target_id,
                                'locked', w.locked)
                            ELSE json_build_object(
                                'key', w.key,
                                'value', CASE WHEN w.sensitive THEN '"***"'::jsonb ELSE w.value END,
                                'source_tenant_id', w.source_tenant_id,
-                               'inherited', w.source_tenant_id <> target.id,
+                               'inherited', w.source_tenant_id <> target_id,
                                'locked', w.locked,
                                'expires_at', svc_iso_time(w.expires_at)) END ORDER BY w.key)
-                    FROM context_config_winners(target.id) w),
+                    FROM context_config_winners(target_id) w),
                    '{}'::json),
                'resolved_permissions', coalesce(
-                   (SELECT json_object_agg(p.key, CASE WHEN p.expires_at IS NULL THEN json_build_object(
+                   (SELECT json_object_agg(p.key, CASE WHEN p.expires_at IS NULL THEN
+                           json_build_object(
                                'key', p.key,
                                'value', p.value,
                                'mode', p.mode,
                                'source_tenant_id', p.source_tenant_id,
                                'locked', p.mode = 'LOCKED',
-                               'delegated', p.source_tenant_id <> target.id
+                               'delegated', p.source_tenant_id <> target_id
                                             AND p.mode <> 'LOCKED')
                            ELSE json_build_object(
                                'key', p.key,
@@ -112,13 +121,24 @@ AS $$
                                'mode', p.mode,
                                'source_tenant_id', p.source_tenant_id,
                                'locked', p.mode = 'LOCKED',
-                               'delegated', p.source_tenant_id <> target.id
+                               'delegated', p.source_tenant_id <> target_id
                                             AND p.mode <> 'LOCKED',
                                'expires_at', svc_iso_time(p.expires_at)) END
                            ORDER BY p.key)
-                    FROM context_permission_winners(target.id) p),
+                    FROM context_permission_winners(target_id) p),
                    '{}'::json)
            )::text
+$$;
+
+--    context_document (migrations 0034, 0041) stays for replicas of the release before
+--    during a rollout (migrations only add, docs/operations.md); it answers through the
+--    function above. Nothing of this release calls it.
+CREATE OR REPLACE FUNCTION context_document(target tenants) RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT d.document
+    FROM tenant_context_document(target.id, target.ancestry_path, target.depth,
+                                 target.isolation_strategy) d
 $$;
 
 -- 4. The tenant document, rendered once: the row's own fields by the trigger of

@@ -11,16 +11,17 @@ ORDER BY key;
 
 -- name: find_locked_config_keys :many
 -- Which of the keys are locked at tenant_id or any ancestor of it, with the highest lock
--- (config_entry_rank, migration 0052: of locked entries, the highest ranks first). Only
--- locked entries are read (config_entries_locked_idx or config_entries_pkey per
--- ancestor), which context_config_winners could not do: its key is the only column a
--- filter can reach inside it.
+-- (config_entry_rank, migration 0052: of locked entries, the highest ranks first; every
+-- entry here is locked, so the rank is asked for a lock, which keeps the scan of
+-- config_entries_locked_idx index-only). Only locked entries are read, which
+-- context_config_winners could not do: its key is the only column a filter can reach
+-- inside it.
 SELECT DISTINCT ON (ce.key) ce.key, ce.tenant_id
 FROM tenant_closure c
 JOIN config_entries ce ON ce.tenant_id = c.ancestor_id AND ce.locked
 WHERE c.descendant_id = :'tenant_id'
   AND ce.key = ANY(:'keys'::text[])
-ORDER BY ce.key, config_entry_rank(ce.locked, c.depth);
+ORDER BY ce.key, config_entry_rank(true, c.depth);
 
 -- name: insert_config_for_new_tenants :exec
 -- Plain entries of newly created tenants from parallel arrays (tenant, key, JSON text).

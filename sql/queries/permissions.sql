@@ -20,15 +20,16 @@ WHERE tenant_id = :'tenant_id'
 -- name: find_locked_permission_keys :many
 -- Which of the keys a LOCKED policy holds at tenant_id or any ancestor, with the highest
 -- one (permission_policy_rank, migration 0052: of LOCKED policies, the highest ranks
--- first). Only LOCKED policies are read (permission_policies_locked_idx or
--- permission_policies_pkey per ancestor), which context_permission_winners could not do:
--- its key is the only column a filter can reach inside it.
+-- first; every policy here is LOCKED, so the rank is asked for that mode, which keeps
+-- the scan of permission_policies_locked_idx index-only). Only LOCKED policies are read,
+-- which context_permission_winners could not do: its key is the only column a filter
+-- can reach inside it.
 SELECT DISTINCT ON (pp.key) pp.key, pp.tenant_id
 FROM tenant_closure c
 JOIN permission_policies pp ON pp.tenant_id = c.ancestor_id AND pp.mode = 'LOCKED'
 WHERE c.descendant_id = :'tenant_id'
   AND pp.key = ANY(:'keys'::text[])
-ORDER BY pp.key, permission_policy_rank(pp.mode, c.depth);
+ORDER BY pp.key, permission_policy_rank('LOCKED', c.depth);
 
 -- name: upsert_permission_policy :one
 -- Create or replace one policy (with its expiry).
