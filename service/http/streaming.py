@@ -12,7 +12,7 @@ from aiohttp import hdrs, web
 from service.http.conventions import finish_stream_headers
 from service.http.middleware import answer_headers
 from service.observability.logs import get_logger
-from service.repositories.tenant_documents import JsonRows
+from service.repositories.tenants import JsonRows
 
 log = get_logger("service.http.streaming")
 

@@ -13,7 +13,7 @@ import asyncpg
 
 from service.db.chunks import read_ahead
 from service.db.repository import NamedSql, Repository
-from service.repositories.tenant_documents import JsonRows
+from service.repositories.tenants import JsonRows
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,6 +74,41 @@ class NewTenant:
     region: str
 
 
+@dataclass(frozen=True, slots=True)
+class RawJson:
+    """A JSON document PostgreSQL rendered (tenant_documents.py), sent on untouched."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class RawJsonPage:
+    """One page of a list rendered in PostgreSQL, and the cursor of the next (if any)."""
+
+    body: RawJson
+    next_cursor: UUID | None
+
+
+@dataclass(frozen=True, slots=True)
+class JsonRows:
+    """Consecutive rows PostgreSQL rendered: each one's JSON text and its id."""
+
+    documents: list[str]
+    ids: list[UUID]
+
+
+@dataclass(frozen=True, slots=True)
+class DescendantsRange:
+    """The descendants a list reads: below the tenant at `path` in pre-order, after the
+    path `after` (a page's cursor; None: from the first), down to absolute depth
+    max_depth (None: every level), archived ones only when `archived`."""
+
+    path: str
+    after: str | None
+    max_depth: int | None
+    archived: bool
+
+
 def root_of(ancestry_path: str) -> UUID:
     return UUID(ancestry_path[1:37])
 

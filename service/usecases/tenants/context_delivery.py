@@ -14,7 +14,7 @@ import orjson
 
 from service.auth.principal import Principal
 from service.repositories.revisions import LoggedChange
-from service.repositories.tenant_documents import JsonRows
+from service.repositories.tenants import JsonRows
 from service.usecases.common.deps import Deps
 from service.usecases.common.tenant_access import visible_active
 

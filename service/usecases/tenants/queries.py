@@ -14,8 +14,13 @@ from service.auth.principal import Principal
 from service.base.errors import FieldError, ServiceError
 from service.base.etags import Rendered
 from service.caches.read_cache import CachedRead, ReadCache
-from service.repositories.tenant_documents import JsonRows, RawJson, RawJsonPage
-from service.repositories.tenants import TenantRow
+from service.repositories.tenants import (
+    DescendantsRange,
+    JsonRows,
+    RawJson,
+    RawJsonPage,
+    TenantRow,
+)
 from service.schemas.tenants import ChildrenQuery, DescendantsQuery, ListTenantsQuery
 from service.usecases.common.cache_fill import fill_read
 from service.usecases.common.deps import Deps
@@ -226,18 +231,9 @@ class TenantQueries:
         before anything is sent; a first chunk shorter than first_rows is the whole
         list (how a caller tells a heavy read from a light one before sending)."""
         async with self.db.read_connection() as conn, conn.transaction(readonly=True):
-            node = visible_active(principal, await self.tenants.get_tenant_node(conn, tenant_id))
-            after = None
-            if query.cursor is not None:
-                after = await self._cursor_path(conn, node.ancestry_path, query.cursor)
+            where = await self._descendants_range(conn, principal, tenant_id, query)
             rows = self.documents.stream_descendants_json(
-                conn,
-                node.ancestry_path,
-                after=after,
-                max_depth=_max_depth(node.depth, query),
-                include_archived=query.include_archived,
-                first_rows=first_rows,
-                chunk_rows=chunk_rows,
+                conn, where, first_rows=first_rows, chunk_rows=chunk_rows
             )
             async with aclosing(rows):
                 yield rows
@@ -248,18 +244,8 @@ class TenantQueries:
         """Whether the whole list `descendants` would send has more than `rows` tenants,
         counted without rendering any (access and the cursor checked as there)."""
         async with self.db.read_connection() as conn:
-            node = visible_active(principal, await self.tenants.get_tenant_node(conn, tenant_id))
-            after = None
-            if query.cursor is not None:
-                after = await self._cursor_path(conn, node.ancestry_path, query.cursor)
-            listed = await self.documents.count_descendants_capped(
-                conn,
-                node.ancestry_path,
-                after=after,
-                max_depth=_max_depth(node.depth, query),
-                include_archived=query.include_archived,
-                cap=rows + 1,
-            )
+            where = await self._descendants_range(conn, principal, tenant_id, query)
+            listed = await self.documents.count_descendants_capped(conn, where, cap=rows + 1)
         return listed > rows
 
     async def descendants_page(
@@ -273,6 +259,22 @@ class TenantQueries:
         if rows is not None and len(documents) > limit:
             documents, next_cursor = documents[:limit], rows.ids[limit - 1]
         return RawJsonPage(RawJson("[" + ",".join(documents) + "]"), next_cursor)
+
+    async def _descendants_range(
+        self,
+        conn: asyncpg.Connection,
+        principal: Principal,
+        tenant_id: UUID,
+        query: DescendantsQuery,
+    ) -> DescendantsRange:
+        """What `descendants` lists, once access and the cursor are checked."""
+        node = visible_active(principal, await self.tenants.get_tenant_node(conn, tenant_id))
+        after = None
+        if query.cursor is not None:
+            after = await self._cursor_path(conn, node.ancestry_path, query.cursor)
+        return DescendantsRange(
+            node.ancestry_path, after, _max_depth(node.depth, query), query.include_archived
+        )
 
     async def _cursor_path(self, conn: asyncpg.Connection, path: str, cursor: UUID) -> str:
         """A page cursor is the last tenant of the previous page: one below this tenant."""

@@ -23,7 +23,7 @@ import orjson
 from service.auth.principal import Principal
 from service.base.errors import FieldError, ServiceError
 from service.repositories.resolved import PathEntry
-from service.repositories.tenant_documents import JsonRows, RawJson, RawJsonPage
+from service.repositories.tenants import JsonRows, RawJson, RawJsonPage
 from service.schemas.constraints import ResolvedQuery
 from service.usecases.common.deps import Deps
 from service.usecases.common.tenant_access import visible_active
