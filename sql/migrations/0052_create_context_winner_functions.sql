@@ -74,8 +74,8 @@ $$;
 
 -- 3. A tenant's masked context document (GET /context), rendered once: sensitive values
 --    '***', objects in key order (json, not jsonb, keeps that order), expires_at shown
---    on the entries that have one. A set-returning SQL function of one row, so that
---    callers inline it (CROSS JOIN LATERAL ... ON the tenant's row): the statement is
+--    on the entries that have one. A set-returning SQL function of one row, which a
+--    query joins laterally to the tenant's row and the planner inlines: the statement is
 --    planned once with its prepared statement, not per call as a function's body is.
 --    It takes the tenant's own fields as arguments, which its caller has read already.
 CREATE FUNCTION tenant_context_document(target_id uuid, target_path text,
