@@ -100,6 +100,12 @@ BEGIN
 END;
 $$;
 
+CREATE FUNCTION public.assemble_tenant_document(head text, path text, depth integer, config text, tail text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT head || path || '","depth":' || depth::text || ',"config":' || config || tail
+$$;
+
 CREATE TABLE public.audit_logs (
     id uuid NOT NULL,
     tenant_id uuid,
@@ -505,6 +511,24 @@ BEGIN
 END;
 $$;
 
+CREATE FUNCTION public.config_entry_rank(locked boolean, distance integer) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE WHEN locked THEN -1 - distance ELSE distance END
+$$;
+
+CREATE FUNCTION public.context_config_winners(target uuid) RETURNS TABLE(key text, value jsonb, encrypted_value text, sensitive boolean, locked boolean, reveal_to_descendants boolean, expires_at timestamp with time zone, source_tenant_id uuid)
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+    SELECT DISTINCT ON (ce.key)
+           ce.key, ce.value, ce.encrypted_value, ce.sensitive, ce.locked,
+           ce.reveal_to_descendants, ce.expires_at, ce.tenant_id AS source_tenant_id
+    FROM tenant_closure c
+    JOIN config_entries ce ON ce.tenant_id = c.ancestor_id
+    WHERE c.descendant_id = target
+    ORDER BY ce.key, config_entry_rank(ce.locked, c.depth)
+$$;
+
 CREATE TABLE public.tenants (
     id uuid NOT NULL,
     parent_id uuid,
@@ -534,75 +558,21 @@ CREATE TABLE public.tenants (
 CREATE FUNCTION public.context_document(target public.tenants) RETURNS text
     LANGUAGE sql STABLE
     AS $$
-    WITH
-    chain AS (
-        SELECT c.ancestor_id AS tenant_id, c.depth AS distance
-        FROM tenant_closure c
-        WHERE c.descendant_id = target.id
-    ),
-    config_winners AS (
-        SELECT DISTINCT ON (ce.key)
-               ce.key, ce.value, ce.sensitive, ce.locked, ce.expires_at,
-               ce.tenant_id AS source_tenant_id
-        FROM chain ch
-        JOIN config_entries ce ON ce.tenant_id = ch.tenant_id
-        ORDER BY ce.key,
-                 ce.locked DESC,
-                 CASE WHEN ce.locked THEN -ch.distance ELSE ch.distance END
-    ),
-    permission_winners AS (
-        SELECT DISTINCT ON (pp.key)
-               pp.key, pp.value, pp.mode, pp.expires_at, pp.tenant_id AS source_tenant_id
-        FROM chain ch
-        JOIN permission_policies pp ON pp.tenant_id = ch.tenant_id
-        WHERE ch.distance = 0 OR pp.mode <> 'LOCAL'
-        ORDER BY pp.key,
-                 (pp.mode = 'LOCKED') DESC,
-                 CASE WHEN pp.mode = 'LOCKED' THEN -ch.distance ELSE ch.distance END
-    )
-    SELECT json_build_object(
-               'tenant_id', target.id,
-               'ancestry_path', target.ancestry_path,
-               'depth', target.depth,
-               'isolation_strategy', target.isolation_strategy,
-               'resolved_config', coalesce(
-                   (SELECT json_object_agg(w.key, CASE WHEN w.expires_at IS NULL THEN json_build_object(
-                               'key', w.key,
-                               'value', CASE WHEN w.sensitive THEN '"***"'::jsonb ELSE w.value END,
-                               'source_tenant_id', w.source_tenant_id,
-                               'inherited', w.source_tenant_id <> target.id,
-                               'locked', w.locked)
-                           ELSE json_build_object(
-                               'key', w.key,
-                               'value', CASE WHEN w.sensitive THEN '"***"'::jsonb ELSE w.value END,
-                               'source_tenant_id', w.source_tenant_id,
-                               'inherited', w.source_tenant_id <> target.id,
-                               'locked', w.locked,
-                               'expires_at', svc_iso_time(w.expires_at)) END ORDER BY w.key)
-                    FROM config_winners w),
-                   '{}'::json),
-               'resolved_permissions', coalesce(
-                   (SELECT json_object_agg(p.key, CASE WHEN p.expires_at IS NULL THEN json_build_object(
-                               'key', p.key,
-                               'value', p.value,
-                               'mode', p.mode,
-                               'source_tenant_id', p.source_tenant_id,
-                               'locked', p.mode = 'LOCKED',
-                               'delegated', p.source_tenant_id <> target.id
-                                            AND p.mode <> 'LOCKED')
-                           ELSE json_build_object(
-                               'key', p.key,
-                               'value', p.value,
-                               'mode', p.mode,
-                               'source_tenant_id', p.source_tenant_id,
-                               'locked', p.mode = 'LOCKED',
-                               'delegated', p.source_tenant_id <> target.id
-                                            AND p.mode <> 'LOCKED',
-                               'expires_at', svc_iso_time(p.expires_at)) END
-                           ORDER BY p.key)
-                    FROM permission_winners p),
-                   '{}'::json)
-           )::text
+    SELECT d.document
+    FROM tenant_context_document(target.id, target.ancestry_path, target.depth,
+                                 target.isolation_strategy) d
+$$;
+
+CREATE FUNCTION public.context_permission_winners(target uuid) RETURNS TABLE(key text, value boolean, mode text, expires_at timestamp with time zone, source_tenant_id uuid)
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+    SELECT DISTINCT ON (pp.key)
+           pp.key, pp.value, pp.mode, pp.expires_at, pp.tenant_id AS source_tenant_id
+    FROM tenant_closure c
+    JOIN permission_policies pp ON pp.tenant_id = c.ancestor_id
+    WHERE c.descendant_id = target
+      AND permission_policy_counts(pp.mode, c.depth)
+    ORDER BY pp.key, permission_policy_rank(pp.mode, c.depth)
 $$;
 
 CREATE FUNCTION public.count_config_holders() RETURNS trigger
@@ -765,6 +735,18 @@ BEGIN
     PERFORM pg_notify('tenant_service_api_keys', 'role:' || OLD.id::text);
     RETURN NULL;
 END;
+$$;
+
+CREATE FUNCTION public.permission_policy_counts(mode text, distance integer) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT distance = 0 OR mode <> 'LOCAL'
+$$;
+
+CREATE FUNCTION public.permission_policy_rank(mode text, distance integer) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE WHEN mode = 'LOCKED' THEN -1 - distance ELSE distance END
 $$;
 
 CREATE FUNCTION public.record_context_history() RETURNS trigger
@@ -964,6 +946,56 @@ CREATE FUNCTION public.svc_uuid7() RETURNS uuid
                 52, 1),
             53, 1),
         'hex')::uuid
+$$;
+
+CREATE FUNCTION public.tenant_context_document(target_id uuid, target_path text, target_depth integer, target_isolation text) RETURNS TABLE(document text)
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+    SELECT json_build_object(
+               'tenant_id', target_id,
+               'ancestry_path', target_path,
+               'depth', target_depth,
+               'isolation_strategy', target_isolation,
+               'resolved_config', coalesce(
+                   (SELECT json_object_agg(w.key, CASE WHEN w.expires_at IS NULL THEN
+                           json_build_object(
+                               'key', w.key,
+                               'value', CASE WHEN w.sensitive THEN '"***"'::jsonb ELSE w.value END,
+                               'source_tenant_id', w.source_tenant_id,
+                               'inherited', w.source_tenant_id <> target_id,
+                               'locked', w.locked)
+                           ELSE json_build_object(
+                               'key', w.key,
+                               'value', CASE WHEN w.sensitive THEN '"***"'::jsonb ELSE w.value END,
+                               'source_tenant_id', w.source_tenant_id,
+                               'inherited', w.source_tenant_id <> target_id,
+                               'locked', w.locked,
+                               'expires_at', svc_iso_time(w.expires_at)) END ORDER BY w.key)
+                    FROM context_config_winners(target_id) w),
+                   '{}'::json),
+               'resolved_permissions', coalesce(
+                   (SELECT json_object_agg(p.key, CASE WHEN p.expires_at IS NULL THEN
+                           json_build_object(
+                               'key', p.key,
+                               'value', p.value,
+                               'mode', p.mode,
+                               'source_tenant_id', p.source_tenant_id,
+                               'locked', p.mode = 'LOCKED',
+                               'delegated', p.source_tenant_id <> target_id
+                                            AND p.mode <> 'LOCKED')
+                           ELSE json_build_object(
+                               'key', p.key,
+                               'value', p.value,
+                               'mode', p.mode,
+                               'source_tenant_id', p.source_tenant_id,
+                               'locked', p.mode = 'LOCKED',
+                               'delegated', p.source_tenant_id <> target_id
+                                            AND p.mode <> 'LOCKED',
+                               'expires_at', svc_iso_time(p.expires_at)) END
+                           ORDER BY p.key)
+                    FROM context_permission_winners(target_id) p),
+                   '{}'::json)
+           )::text
 $$;
 
 CREATE TABLE public.api_keys (
@@ -1311,15 +1343,18 @@ CREATE VIEW public.tenant_details AS
                FROM public.config_entries ce
               WHERE (ce.tenant_id = t.id)), '{}'::jsonb)
             ELSE '{}'::jsonb
-        END AS config
+        END AS config,
+    document_head,
+    document_tail
    FROM public.tenants t;
 
 CREATE VIEW public.tenant_document_texts AS
  SELECT id,
+    parent_id,
     ancestry_path,
     depth,
     status,
-    (((((((((((((((((((((((((((('{"id":"'::text || (id)::text) || '","parent_id":'::text) || COALESCE((('"'::text || (parent_id)::text) || '"'::text), 'null'::text)) || ',"name":'::text) || (to_json(name))::text) || ',"slug":"'::text) || slug) || '","ancestry_path":"'::text) || ancestry_path) || '","depth":'::text) || (depth)::text) || ',"config":'::text) || (config)::text) || ',"metadata":'::text) || (metadata)::text) || ',"isolation_strategy":"'::text) || isolation_strategy) || '","region":'::text) || (to_json(region))::text) || ',"status":"'::text) || status) || '","deleted_at":'::text) || COALESCE((('"'::text || public.svc_iso_time(deleted_at)) || '"'::text), 'null'::text)) || ',"created_at":"'::text) || public.svc_iso_time(created_at)) || '","updated_at":"'::text) || public.svc_iso_time(updated_at)) || '"}'::text) AS document
+    public.assemble_tenant_document(document_head, ancestry_path, depth, (config)::text, document_tail) AS document
    FROM public.tenant_details td;
 
 CREATE VIEW public.tenant_documents AS

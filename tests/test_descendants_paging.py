@@ -143,7 +143,7 @@ async def test_a_burst_from_one_caller_leaves_other_tenants_answering(
     second = as_key(await create_key(client, admin, scopes=["read"]))
     third = as_key(await create_key(client, admin, scopes=["read"]))
     scoped = as_key(await create_key(client, admin, tenant_id=mine["id"], scopes=["read"]))
-    repo = client.app[REPOSITORIES].tenants
+    repo = client.app[REPOSITORIES].documents
     gate = Gate()
     monkeypatch.setattr(repo, "stream_descendants_json", gate.wrap(repo.stream_descendants_json))
     url = f"/api/v1/tenants/{tree['root']['id']}/descendants"
@@ -202,7 +202,7 @@ async def test_light_lists_take_no_heavy_read_slot(client, admin, monkeypatch) -
     below = [await create_tenant(client, admin, parent_id=light["id"]) for _ in range(2)]
     below.sort(key=lambda t: t["ancestry_path"])
     caller = as_key(await create_key(client, admin, scopes=["read"]))
-    repo = client.app[REPOSITORIES].tenants
+    repo = client.app[REPOSITORIES].documents
     gate = Gate()
     monkeypatch.setattr(repo, "stream_descendants_json", gate.wrap(repo.stream_descendants_json))
     heavy_url = f"/api/v1/tenants/{tree['root']['id']}/descendants"

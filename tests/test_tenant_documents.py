@@ -1,6 +1,8 @@
-"""Lists rendered by PostgreSQL (the tenant_documents view, migration 0014) are the very
-documents the Tenant view (service/views/tenants.py) renders in Python: same keys in the
-same order, same values."""
+"""Lists rendered by PostgreSQL (the document parts of migration 0029 put together by
+tenant_document_texts, migration 0052) are the very documents the Tenant view
+(service/views/tenants.py) renders in Python: same keys in the same order, same values;
+and, byte for byte, what row_to_json and json_agg make of the document's values
+(tests/support/invariants.py REFERENCE_ROWS)."""
 
 from __future__ import annotations
 
@@ -15,12 +17,13 @@ from aiohttp.test_utils import TestClient
 
 from service.db.pool import connect
 from service.db.queries import Queries
+from service.repositories.tenant_documents import TenantDocumentsRepository
 from service.repositories.tenants import TenantsRepository
 from service.views.base import document
 from service.views.tenants import Tenant
 from tests.support.api import create_tenant, get_json
 from tests.support.entries import put_config
-from tests.support.invariants import DOCUMENT_PARTS_WRONG
+from tests.support.invariants import DOCUMENT_PARTS_WRONG, REFERENCE_ROWS
 
 Client = TestClient[Any, Any]
 METADATA = {
@@ -40,6 +43,11 @@ DELETED = "2026-03-04 23:59:59.999500-05"
 @pytest.fixture
 def repo() -> TenantsRepository:
     return TenantsRepository(Queries.load())
+
+
+@pytest.fixture
+def documents() -> TenantDocumentsRepository:
+    return TenantDocumentsRepository(Queries.load())
 
 
 @pytest.fixture
@@ -96,7 +104,7 @@ async def test_each_document_is_the_tenant_view(
     await own_conn.execute(f"SET timezone = '{zone}'")
     for name, tenant_id in ids.items():
         text = await own_conn.fetchval(
-            "SELECT to_json(d)::text FROM tenant_documents d WHERE d.id = $1", UUID(tenant_id)
+            "SELECT d.document FROM tenant_document_texts d WHERE d.id = $1", UUID(tenant_id)
         )
         document = orjson.loads(text)
         expected = await python_json(repo, own_conn, tenant_id)
@@ -106,7 +114,7 @@ async def test_each_document_is_the_tenant_view(
 
     root = orjson.loads(
         await own_conn.fetchval(
-            "SELECT to_json(d)::text FROM tenant_documents d WHERE d.id = $1", UUID(ids["root"])
+            "SELECT d.document FROM tenant_document_texts d WHERE d.id = $1", UUID(ids["root"])
         )
     )
     assert root["parent_id"] is None
@@ -127,8 +135,8 @@ async def test_streamed_documents_are_row_to_json_byte_for_byte(
 ) -> None:
     """stream_descendants_json sends the document parts each row carries (written by a
     trigger with the row, migration 0029) around the config of the tenants in
-    tenant_config_holders (migration 0028): the very text row_to_json makes of a
-    tenant_documents row, with names that need escaping, config plain and masked,
+    tenant_config_holders (migration 0028): the very text row_to_json makes of the
+    tenant's values, with names that need escaping, config plain and masked,
     archived, root and child, whatever the writing and the reading session's time zone
     and date style."""
     await own_conn.execute(f"SET timezone = '{zone}'; SET DateStyle = 'SQL, DMY'")
@@ -140,7 +148,7 @@ async def test_streamed_documents_are_row_to_json_byte_for_byte(
     )
     await own_conn.execute("SET timezone = 'Asia/Kathmandu'")
     query = Queries.load()["stream_descendants_json"]
-    expected = "SELECT row_to_json(d)::text FROM tenant_documents d WHERE d.id = $1"
+    expected = f"SELECT row_to_json(d)::text FROM ({REFERENCE_ROWS}) AS d WHERE d.id = $1"
     for top in ("root", "child"):
         path = await own_conn.fetchval(
             "SELECT ancestry_path FROM tenants WHERE id = $1", UUID(ids[top])
@@ -187,39 +195,46 @@ async def test_list_endpoints_answer_the_tenant_view(
 
 
 async def test_children_pages_carry_the_last_listed_id(
-    client: Client, admin: dict[str, str], own_conn: asyncpg.Connection, repo: TenantsRepository
+    client: Client,
+    admin: dict[str, str],
+    own_conn: asyncpg.Connection,
+    documents: TenantDocumentsRepository,
 ) -> None:
     parent = await create_tenant(client, admin, name="parent")
     kids = [await create_tenant(client, admin, parent_id=parent["id"]) for _ in range(3)]
     kids.sort(key=lambda k: UUID(k["id"]))
-    found = await repo.list_children_json(
+    found = await documents.list_children_json(
         own_conn, UUID(parent["id"]), cursor=None, status="active", limit=2
     )
     assert orjson.loads(found.body.text) == kids[:2]
     assert found.next_cursor == UUID(kids[1]["id"])
-    found = await repo.list_children_json(
+    found = await documents.list_children_json(
         own_conn, UUID(parent["id"]), cursor=found.next_cursor, status="active", limit=2
     )
     assert (orjson.loads(found.body.text), found.next_cursor) == (kids[2:], None)
-    found = await repo.list_children_json(
+    found = await documents.list_children_json(
         own_conn, UUID(parent["id"]), cursor=None, status="active", limit=3
     )
     assert (orjson.loads(found.body.text), found.next_cursor) == (kids, None)
-    found = await repo.list_children_json(
+    found = await documents.list_children_json(
         own_conn, UUID(parent["id"]), cursor=None, status="active", limit=None
     )
     assert (orjson.loads(found.body.text), found.next_cursor) == (kids, None)
 
 
 async def test_ancestors_keep_only_the_visible_root_subtree(
-    client: Client, admin: dict[str, str], own_conn: asyncpg.Connection, repo: TenantsRepository
+    client: Client,
+    admin: dict[str, str],
+    own_conn: asyncpg.Connection,
+    repo: TenantsRepository,
+    documents: TenantDocumentsRepository,
 ) -> None:
     ids = await make_family(client, admin, own_conn)
     root, child = [await python_json(repo, own_conn, ids[k]) for k in ("root", "child")]
     leaf = UUID(ids["leaf"])
 
     async def ancestors(visible_root: str | None) -> Any:
-        found = await repo.list_ancestors_json(
+        found = await documents.list_ancestors_json(
             own_conn, leaf, visible_root=None if visible_root is None else UUID(visible_root)
         )
         return orjson.loads(found.text)
@@ -228,3 +243,38 @@ async def test_ancestors_keep_only_the_visible_root_subtree(
     assert await ancestors(ids["root"]) == [root, child]
     assert await ancestors(ids["child"]) == [child]
     assert await ancestors(ids["leaf"]) == []
+
+
+async def test_lists_are_what_json_agg_made_of_the_rows_byte_for_byte(
+    client: Client,
+    admin: dict[str, str],
+    own_conn: asyncpg.Connection,
+    documents: TenantDocumentsRepository,
+) -> None:
+    """The children and ancestors arrays are put together from the documents' texts as
+    json_agg put together the rows they were rendered from before (a comma, a space, a
+    line break and a space between two documents): the same bytes."""
+    ids = await make_family(client, admin, own_conn)
+    siblings = [await create_tenant(client, admin, parent_id=ids["child"]) for _ in range(2)]
+    assert len(siblings) == 2
+    child, leaf = UUID(ids["child"]), UUID(ids["leaf"])
+    children = await own_conn.fetchval(
+        f"SELECT json_agg(d ORDER BY d.id)::text FROM ({REFERENCE_ROWS}) AS d"
+        " WHERE d.parent_id = $1",
+        child,
+    )
+    found = await documents.list_children_json(
+        own_conn, child, cursor=None, status="all", limit=None
+    )
+    assert found.body.text == children
+    assert children.count(", \n ") == 2
+    ancestors = await own_conn.fetchval(
+        f"SELECT json_agg(d ORDER BY d.depth)::text FROM ({REFERENCE_ROWS}) AS d"
+        " WHERE d.id IN (SELECT ancestor_id FROM tenant_closure"
+        " WHERE descendant_id = $1 AND depth > 0)",
+        leaf,
+    )
+    found_ancestors = await documents.list_ancestors_json(own_conn, leaf, visible_root=None)
+    assert found_ancestors.text == ancestors
+    none = await documents.list_children_json(own_conn, leaf, cursor=None, status="all", limit=None)
+    assert none.body.text == "[]"

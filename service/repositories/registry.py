@@ -31,6 +31,7 @@ from service.repositories.resolved import ResolvedRepository
 from service.repositories.retention import RetentionRepository
 from service.repositories.revisions import RevisionsRepository
 from service.repositories.roles import RolesRepository
+from service.repositories.tenant_documents import TenantDocumentsRepository
 from service.repositories.tenants import TenantsRepository
 from service.repositories.webhook_health import WebhookHealthRepository
 from service.repositories.webhooks import WebhooksRepository
@@ -39,6 +40,7 @@ from service.repositories.webhooks import WebhooksRepository
 @dataclass(frozen=True, slots=True)
 class Repositories:
     tenants: TenantsRepository
+    documents: TenantDocumentsRepository
     config: ConfigEntriesRepository
     constraints: ConfigConstraintsRepository
     resolved: ResolvedRepository
@@ -72,6 +74,7 @@ class Repositories:
     def build(cls, queries: Queries) -> Repositories:
         return cls(
             tenants=TenantsRepository(queries),
+            documents=TenantDocumentsRepository(queries),
             config=ConfigEntriesRepository(queries),
             constraints=ConfigConstraintsRepository(queries),
             resolved=ResolvedRepository(queries),

@@ -1,9 +1,9 @@
-"""Tenants and the tree: reads, inserts, archive/restore and the set-based move."""
+"""Tenants and the tree: reads, inserts, archive/restore and the set-based move. Lists
+rendered as JSON by PostgreSQL are in tenant_documents.py."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
-from contextlib import aclosing
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -11,7 +11,6 @@ from uuid import UUID
 
 import asyncpg
 
-from service.db.chunks import read_ahead
 from service.db.repository import NamedSql, Repository
 
 
@@ -77,7 +76,7 @@ class NewTenant:
 
 @dataclass(frozen=True, slots=True)
 class RawJson:
-    """A JSON document PostgreSQL rendered (tenant_documents), sent on untouched."""
+    """A JSON document PostgreSQL rendered (tenant_documents.py), sent on untouched."""
 
     text: str
 
@@ -96,6 +95,18 @@ class JsonRows:
 
     documents: list[str]
     ids: list[UUID]
+
+
+@dataclass(frozen=True, slots=True)
+class DescendantsRange:
+    """The descendants a list reads: below the tenant at `path` in pre-order, after the
+    path `after` (a page's cursor; None: from the first), down to absolute depth
+    max_depth (None: every level), archived ones only when `archived`."""
+
+    path: str
+    after: str | None
+    max_depth: int | None
+    archived: bool
 
 
 def root_of(ancestry_path: str) -> UUID:
@@ -138,11 +149,6 @@ class TenantsRepository(Repository):
     _search = NamedSql("search_tenants")
     _count_children = NamedSql("count_children")
     _children = NamedSql("list_children")
-    _children_json = NamedSql("list_children_json")
-    _ancestors_json = NamedSql("list_ancestors_json")
-    _plan_merges = NamedSql("plan_descendants_as_merges")
-    _descendants_json = NamedSql("stream_descendants_json")
-    _count_descendants = NamedSql("count_descendants_capped")
     _has_active_children = NamedSql("has_active_children")
     _update_fields = NamedSql("update_tenant_fields")
     _archive = NamedSql("archive_tenant")
@@ -300,84 +306,6 @@ class TenantsRepository(Repository):
             conn, parent_id=parent_id, cursor_id=cursor, status_filter=status, page_size=limit
         )
         return _tenants(rows)
-
-    async def list_children_json(
-        self,
-        conn: asyncpg.Connection,
-        parent_id: UUID,
-        *,
-        cursor: UUID | None,
-        status: str,
-        limit: int | None,
-    ) -> RawJsonPage:
-        """list_children as one JSON array; next_cursor set when more children follow."""
-        row = await self._children_json.one(
-            conn, parent_id=parent_id, cursor_id=cursor, status_filter=status, page_size=limit
-        )
-        assert row is not None
-        return RawJsonPage(RawJson(row["body"]), row["next_cursor"])
-
-    async def list_ancestors_json(
-        self, conn: asyncpg.Connection, tenant_id: UUID, *, visible_root: UUID | None
-    ) -> RawJson:
-        """Ancestors root first as one JSON array, only those inside visible_root's
-        subtree when it is set (a tenant-scoped caller's own tenant)."""
-        return RawJson(
-            await self._ancestors_json.value(
-                conn, tenant_id=tenant_id, visible_root_id=visible_root
-            )
-        )
-
-    async def stream_descendants_json(
-        self,
-        conn: asyncpg.Connection,
-        ancestry_path: str,
-        *,
-        after: str | None,
-        max_depth: int | None,
-        include_archived: bool,
-        first_rows: int,
-        chunk_rows: int,
-    ) -> AsyncGenerator[JsonRows, None]:
-        """Descendants of the tenant at ancestry_path in pre-order, after the path
-        `after`, down to absolute depth max_depth, through a cursor (so in bounded memory
-        whatever the subtree): first_rows rows, then chunk_rows at a time, read ahead
-        (service/db/chunks.py). Run inside a transaction, whose planner then joins only
-        by merging (plan_descendants_as_merges) until it ends."""
-        await self._plan_merges.exec(conn)
-        cursor = await self._descendants_json.cursor(
-            conn,
-            path=ancestry_path,
-            after=after,
-            max_depth=max_depth,
-            include_archived=include_archived,
-        )
-        chunks = read_ahead(cursor, first_rows, chunk_rows)
-        async with aclosing(chunks):
-            async for rows in chunks:
-                yield JsonRows([r["document"] for r in rows], [r["id"] for r in rows])
-
-    async def count_descendants_capped(
-        self,
-        conn: asyncpg.Connection,
-        ancestry_path: str,
-        *,
-        after: str | None,
-        max_depth: int | None,
-        include_archived: bool,
-        cap: int,
-    ) -> int:
-        """How many rows stream_descendants_json would yield, up to cap."""
-        return int(
-            await self._count_descendants.value(
-                conn,
-                path=ancestry_path,
-                after=after,
-                max_depth=max_depth,
-                include_archived=include_archived,
-                cap=cap,
-            )
-        )
 
     async def has_active_children(self, conn: asyncpg.Connection, tenant_id: UUID) -> bool:
         return bool(await self._has_active_children.value(conn, tenant_id=tenant_id))

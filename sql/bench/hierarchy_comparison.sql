@@ -86,27 +86,25 @@ chain AS (
     FROM chain ch
     JOIN tenants p ON p.id = ch.parent_id
 ),
--- 2. Config winners, the same rules as resolve_tenant_context.
+-- 2. Config winners, the same rules as resolve_tenant_context
+--    (migration 0052's rank functions).
 config_winners AS (
     SELECT DISTINCT ON (ce.key)
            ce.key, ce.value, ce.encrypted_value, ce.sensitive, ce.locked,
            ce.reveal_to_descendants, ce.expires_at, ce.tenant_id AS source_tenant_id
     FROM chain ch
     JOIN config_entries ce ON ce.tenant_id = ch.tenant_id
-    ORDER BY ce.key,
-             ce.locked DESC,
-             CASE WHEN ce.locked THEN -ch.distance ELSE ch.distance END
+    ORDER BY ce.key, config_entry_rank(ce.locked, ch.distance)
 ),
--- 3. Permission winners, the same rules as resolve_tenant_context.
+-- 3. Permission winners, the same rules as resolve_tenant_context
+--    (migration 0052's rank functions).
 permission_winners AS (
     SELECT DISTINCT ON (pp.key)
            pp.key, pp.value, pp.mode, pp.expires_at, pp.tenant_id AS source_tenant_id
     FROM chain ch
     JOIN permission_policies pp ON pp.tenant_id = ch.tenant_id
-    WHERE ch.distance = 0 OR pp.mode <> 'LOCAL'
-    ORDER BY pp.key,
-             (pp.mode = 'LOCKED') DESC,
-             CASE WHEN pp.mode = 'LOCKED' THEN -ch.distance ELSE ch.distance END
+    WHERE permission_policy_counts(pp.mode, ch.distance)
+    ORDER BY pp.key, permission_policy_rank(pp.mode, ch.distance)
 )
 -- 4. The tenant row with both winner sets, as in resolve_tenant_context.
 SELECT t.id, t.ancestry_path, t.depth, t.isolation_strategy, t.status,
@@ -188,10 +186,11 @@ chain AS (
     JOIN bench_ltree_paths a ON a.path @> self.path
     WHERE self.id = :'tenant_id'
 ),
--- 2. Config winners, the same rules as resolve_tenant_context. The planner cannot
---    estimate @> against a path read from a row: it expects 1 % of all paths in the chain
---    (2,000 of 200,000, not a dozen) and then hashes the whole of config_entries. OFFSET 0
---    keeps the lateral lookup as written, one config_entries_pkey range per ancestor.
+-- 2. Config winners, the same rules as resolve_tenant_context (migration 0052's rank
+--    functions). The planner cannot estimate @> against a path read from a row: it
+--    expects 1 % of all paths in the chain (2,000 of 200,000, not a dozen) and then
+--    hashes the whole of config_entries. OFFSET 0 keeps the lateral lookup as written,
+--    one config_entries_pkey range per ancestor.
 config_winners AS (
     SELECT DISTINCT ON (ce.key)
            ce.key, ce.value, ce.encrypted_value, ce.sensitive, ce.locked,
@@ -204,12 +203,11 @@ config_winners AS (
         WHERE e.tenant_id = ch.tenant_id
         OFFSET 0
     ) ce
-    ORDER BY ce.key,
-             ce.locked DESC,
-             CASE WHEN ce.locked THEN -ch.distance ELSE ch.distance END
+    ORDER BY ce.key, config_entry_rank(ce.locked, ch.distance)
 ),
--- 3. Permission winners, the same rules as resolve_tenant_context; OFFSET 0 for the
---    same reason, one permission_policies_pkey range per ancestor.
+-- 3. Permission winners, the same rules as resolve_tenant_context (migration 0052's
+--    rank functions); OFFSET 0 for the same reason, one permission_policies_pkey range
+--    per ancestor.
 permission_winners AS (
     SELECT DISTINCT ON (pp.key)
            pp.key, pp.value, pp.mode, pp.expires_at, pp.tenant_id AS source_tenant_id
@@ -220,10 +218,8 @@ permission_winners AS (
         WHERE r.tenant_id = ch.tenant_id
         OFFSET 0
     ) pp
-    WHERE ch.distance = 0 OR pp.mode <> 'LOCAL'
-    ORDER BY pp.key,
-             (pp.mode = 'LOCKED') DESC,
-             CASE WHEN pp.mode = 'LOCKED' THEN -ch.distance ELSE ch.distance END
+    WHERE permission_policy_counts(pp.mode, ch.distance)
+    ORDER BY pp.key, permission_policy_rank(pp.mode, ch.distance)
 )
 -- 4. The tenant row with both winner sets, as in resolve_tenant_context.
 SELECT t.id, t.ancestry_path, t.depth, t.isolation_strategy, t.status,

@@ -1,4 +1,5 @@
--- A tenant's own config entries. Resolution across ancestors is in context.sql.
+-- A tenant's own config entries. Resolution across ancestors: context_config_winners
+-- (migration 0052).
 
 -- name: list_config_entries :many
 -- A tenant's own entries in key order (sensitive ones still encrypted).
@@ -9,13 +10,18 @@ WHERE tenant_id = :'tenant_id'
 ORDER BY key;
 
 -- name: find_locked_config_keys :many
--- Which of the keys are locked at tenant_id or any ancestor of it, with the highest lock.
+-- Which of the keys are locked at tenant_id or any ancestor of it, with the highest lock
+-- (config_entry_rank, migration 0052: of locked entries, the highest ranks first; every
+-- entry here is locked, so the rank is asked for a lock, which keeps the scan of
+-- config_entries_locked_idx index-only). Only locked entries are read, which
+-- context_config_winners could not do: its key is the only column a filter can reach
+-- inside it.
 SELECT DISTINCT ON (ce.key) ce.key, ce.tenant_id
 FROM tenant_closure c
 JOIN config_entries ce ON ce.tenant_id = c.ancestor_id AND ce.locked
 WHERE c.descendant_id = :'tenant_id'
   AND ce.key = ANY(:'keys'::text[])
-ORDER BY ce.key, c.depth DESC;
+ORDER BY ce.key, config_entry_rank(true, c.depth);
 
 -- name: insert_config_for_new_tenants :exec
 -- Plain entries of newly created tenants from parallel arrays (tenant, key, JSON text).

@@ -96,27 +96,24 @@ permission_at AS (
     ) AS v
     WHERE v.valid_to > (SELECT b.revision FROM bounds b)
 ),
--- 5. Config winners at r per key: the highest lock, else the nearest entry (the rules of
---    render_tenant_context).
+-- 5. Config winners at r per key, by the rules of context_config_winners (migration
+--    0052; the versions come from the history, not from config_entries, so that
+--    function cannot serve): config_entry_rank orders them, inlined.
 config_winners AS (
     SELECT DISTINCT ON (ce.key)
            ce.key, ce.value, ce.sensitive, ce.locked, ce.expires_at,
            ce.tenant_id AS source_tenant_id
     FROM config_at ce
-    ORDER BY ce.key,
-             ce.locked DESC,
-             CASE WHEN ce.locked THEN -ce.distance ELSE ce.distance END
+    ORDER BY ce.key, config_entry_rank(ce.locked, ce.distance)
 ),
--- 6. Permission winners at r: the highest LOCKED policy, else the nearest one;
---    ancestors' LOCAL policies do not count.
+-- 6. Permission winners at r, by the rules of context_permission_winners:
+--    permission_policy_counts and permission_policy_rank, inlined.
 permission_winners AS (
     SELECT DISTINCT ON (pp.key)
            pp.key, pp.value, pp.mode, pp.expires_at, pp.tenant_id AS source_tenant_id
     FROM permission_at pp
-    WHERE pp.distance = 0 OR pp.mode <> 'LOCAL'
-    ORDER BY pp.key,
-             (pp.mode = 'LOCKED') DESC,
-             CASE WHEN pp.mode = 'LOCKED' THEN -pp.distance ELSE pp.distance END
+    WHERE permission_policy_counts(pp.mode, pp.distance)
+    ORDER BY pp.key, permission_policy_rank(pp.mode, pp.distance)
 )
 -- 7. The bounds, and the document built as render_tenant_context builds it (expires_at
 --    shown when set).

@@ -1,7 +1,11 @@
 -- Impact previews (dry runs, docs/decisions.md "Issue 21"): what a change would do to
 -- the resolved context of a subtree, computed set-based and written nowhere. The
--- resolution rules are context.sql's: per key a locked entry beats any unlocked one
--- (the highest lock winning), else the nearest entry wins.
+-- resolution rules are those of the context (migration 0052): per key a locked entry
+-- beats any unlocked one (the highest lock winning), else the nearest entry wins
+-- (config_entry_rank); ancestors' LOCAL policies do not count, the highest LOCKED policy
+-- wins, else the nearest (permission_policy_counts, permission_policy_rank). The
+-- candidates here are proposed entries and chains after a move, not what the tables
+-- hold, so context_config_winners cannot serve; the functions are inlined.
 
 -- name: preview_config_change :many
 -- Tenants of tenant_id's subtree whose resolution of key would change if tenant_id's own
@@ -36,14 +40,14 @@ proposed_entries AS (
            :'new_locked'::boolean
     WHERE NOT :'removing'::boolean
 ),
--- 4. Each subtree tenant's winner now (closure rows of its chain).
+-- 4. Each subtree tenant's winner now (closure rows of its chain; config_entry_rank).
 before AS (
     SELECT DISTINCT ON (s.tenant_id)
            s.tenant_id, e.tenant_id AS source_tenant_id, e.value, e.sensitive, e.locked
     FROM subtree s
     JOIN tenant_closure c ON c.descendant_id = s.tenant_id
     JOIN current_entries e ON e.tenant_id = c.ancestor_id
-    ORDER BY s.tenant_id, e.locked DESC, CASE WHEN e.locked THEN -c.depth ELSE c.depth END
+    ORDER BY s.tenant_id, config_entry_rank(e.locked, c.depth)
 ),
 -- 5. ... and after the change.
 after AS (
@@ -52,7 +56,7 @@ after AS (
     FROM subtree s
     JOIN tenant_closure c ON c.descendant_id = s.tenant_id
     JOIN proposed_entries e ON e.tenant_id = c.ancestor_id
-    ORDER BY s.tenant_id, e.locked DESC, CASE WHEN e.locked THEN -c.depth ELSE c.depth END
+    ORDER BY s.tenant_id, config_entry_rank(e.locked, c.depth)
 ),
 -- 6. The tenants whose winner differs (another source, value, lock or sensitivity; a
 --    sensitive value written again counts as a change: ciphertexts are not compared).
@@ -125,17 +129,17 @@ proposed_policies AS (
     SELECT :'tenant_id'::uuid, :'new_value'::boolean, :'new_mode'::text
     WHERE NOT :'removing'::boolean
 ),
--- 4. Each subtree tenant's winner now: ancestors' LOCAL policies do not apply; the
---    LOCKED policy nearest the root wins, else the nearest policy.
+-- 4. Each subtree tenant's winner now (permission_policy_counts: ancestors' LOCAL
+--    policies do not apply; permission_policy_rank: the LOCKED policy nearest the root
+--    wins, else the nearest policy).
 before AS (
     SELECT DISTINCT ON (s.tenant_id)
            s.tenant_id, p.tenant_id AS source_tenant_id, p.value, p.mode
     FROM subtree s
     JOIN tenant_closure c ON c.descendant_id = s.tenant_id
     JOIN current_policies p ON p.tenant_id = c.ancestor_id
-    WHERE c.depth = 0 OR p.mode <> 'LOCAL'
-    ORDER BY s.tenant_id, (p.mode = 'LOCKED') DESC,
-             CASE WHEN p.mode = 'LOCKED' THEN -c.depth ELSE c.depth END
+    WHERE permission_policy_counts(p.mode, c.depth)
+    ORDER BY s.tenant_id, permission_policy_rank(p.mode, c.depth)
 ),
 -- 5. ... and after the change.
 after AS (
@@ -144,9 +148,8 @@ after AS (
     FROM subtree s
     JOIN tenant_closure c ON c.descendant_id = s.tenant_id
     JOIN proposed_policies p ON p.tenant_id = c.ancestor_id
-    WHERE c.depth = 0 OR p.mode <> 'LOCAL'
-    ORDER BY s.tenant_id, (p.mode = 'LOCKED') DESC,
-             CASE WHEN p.mode = 'LOCKED' THEN -c.depth ELSE c.depth END
+    WHERE permission_policy_counts(p.mode, c.depth)
+    ORDER BY s.tenant_id, permission_policy_rank(p.mode, c.depth)
 ),
 -- 6. The tenants whose winner differs (another source, value or mode).
 changed AS (
@@ -212,7 +215,7 @@ chain_after AS (
     FROM subtree s
     JOIN tenant_closure p ON p.descendant_id = :'new_parent_id'
 ),
--- 4. Config winners per (tenant, key) before and after (context.sql's rules); sensitive
+-- 4. Config winners per (tenant, key) before and after (config_entry_rank); sensitive
 --    values masked.
 config_before AS (
     SELECT DISTINCT ON (ch.tenant_id, ce.key)
@@ -220,8 +223,7 @@ config_before AS (
            CASE WHEN ce.sensitive THEN '"***"'::jsonb ELSE ce.value END AS value
     FROM chain_before ch
     JOIN config_entries ce ON ce.tenant_id = ch.ancestor_id
-    ORDER BY ch.tenant_id, ce.key, ce.locked DESC,
-             CASE WHEN ce.locked THEN -ch.distance ELSE ch.distance END
+    ORDER BY ch.tenant_id, ce.key, config_entry_rank(ce.locked, ch.distance)
 ),
 config_after AS (
     SELECT DISTINCT ON (ch.tenant_id, ce.key)
@@ -229,27 +231,25 @@ config_after AS (
            CASE WHEN ce.sensitive THEN '"***"'::jsonb ELSE ce.value END AS value
     FROM chain_after ch
     JOIN config_entries ce ON ce.tenant_id = ch.ancestor_id
-    ORDER BY ch.tenant_id, ce.key, ce.locked DESC,
-             CASE WHEN ce.locked THEN -ch.distance ELSE ch.distance END
+    ORDER BY ch.tenant_id, ce.key, config_entry_rank(ce.locked, ch.distance)
 ),
--- 5. Permission winners per (tenant, key) before and after (ancestors' LOCAL ignored).
+-- 5. Permission winners per (tenant, key) before and after (permission_policy_counts
+--    and permission_policy_rank).
 permission_before AS (
     SELECT DISTINCT ON (ch.tenant_id, pp.key)
            ch.tenant_id, pp.key, pp.tenant_id AS source_tenant_id, pp.value, pp.mode
     FROM chain_before ch
     JOIN permission_policies pp ON pp.tenant_id = ch.ancestor_id
-    WHERE ch.distance = 0 OR pp.mode <> 'LOCAL'
-    ORDER BY ch.tenant_id, pp.key, (pp.mode = 'LOCKED') DESC,
-             CASE WHEN pp.mode = 'LOCKED' THEN -ch.distance ELSE ch.distance END
+    WHERE permission_policy_counts(pp.mode, ch.distance)
+    ORDER BY ch.tenant_id, pp.key, permission_policy_rank(pp.mode, ch.distance)
 ),
 permission_after AS (
     SELECT DISTINCT ON (ch.tenant_id, pp.key)
            ch.tenant_id, pp.key, pp.tenant_id AS source_tenant_id, pp.value, pp.mode
     FROM chain_after ch
     JOIN permission_policies pp ON pp.tenant_id = ch.ancestor_id
-    WHERE ch.distance = 0 OR pp.mode <> 'LOCAL'
-    ORDER BY ch.tenant_id, pp.key, (pp.mode = 'LOCKED') DESC,
-             CASE WHEN pp.mode = 'LOCKED' THEN -ch.distance ELSE ch.distance END
+    WHERE permission_policy_counts(pp.mode, ch.distance)
+    ORDER BY ch.tenant_id, pp.key, permission_policy_rank(pp.mode, ch.distance)
 ),
 -- 6. Every (tenant, kind, key) whose winner differs, old and new as JSON (NULL: unset).
 changes AS (

@@ -1,4 +1,5 @@
--- A tenant's own permission policies. Resolution across ancestors is in context.sql.
+-- A tenant's own permission policies. Resolution across ancestors:
+-- context_permission_winners (migration 0052).
 -- mode: INHERIT (tenant and descendants, overridable below), LOCKED (whole subtree, not
 -- overridable), LOCAL (the tenant only).
 
@@ -18,13 +19,17 @@ WHERE tenant_id = :'tenant_id'
 
 -- name: find_locked_permission_keys :many
 -- Which of the keys a LOCKED policy holds at tenant_id or any ancestor, with the highest
--- one.
+-- one (permission_policy_rank, migration 0052: of LOCKED policies, the highest ranks
+-- first; every policy here is LOCKED, so the rank is asked for that mode, which keeps
+-- the scan of permission_policies_locked_idx index-only). Only LOCKED policies are read,
+-- which context_permission_winners could not do: its key is the only column a filter
+-- can reach inside it.
 SELECT DISTINCT ON (pp.key) pp.key, pp.tenant_id
 FROM tenant_closure c
 JOIN permission_policies pp ON pp.tenant_id = c.ancestor_id AND pp.mode = 'LOCKED'
 WHERE c.descendant_id = :'tenant_id'
   AND pp.key = ANY(:'keys'::text[])
-ORDER BY pp.key, c.depth DESC;
+ORDER BY pp.key, permission_policy_rank('LOCKED', c.depth);
 
 -- name: upsert_permission_policy :one
 -- Create or replace one policy (with its expiry).

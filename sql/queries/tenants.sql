@@ -165,12 +165,14 @@ LIMIT :'page_size'::integer;
 
 -- name: list_children_json :one
 -- Direct children of a tenant in id order after the cursor, as list_children, rendered
--- as one JSON array text (rows of tenant_documents) of at most page_size tenants (NULL:
--- all), plus next_cursor: the last listed id when another child follows, else NULL.
+-- as one JSON array text (the documents of tenant_document_texts, migration 0052) of at
+-- most page_size tenants (NULL: all), plus next_cursor: the last listed id when another
+-- child follows, else NULL. The array is put together as json_agg puts rows together
+-- (', ' and a line break and a space between two), byte for byte the answer before.
 WITH fetched AS (
     -- the page and one child more, which only tells whether another page follows
-    SELECT d
-    FROM tenant_documents d
+    SELECT d.id, d.document
+    FROM tenant_document_texts d
     WHERE d.parent_id = :'parent_id'
       AND d.id > coalesce(:'cursor_id'::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
       AND (:'status_filter'::text = 'all' OR d.status = :'status_filter'::text)
@@ -179,25 +181,28 @@ WITH fetched AS (
 ),
 page AS (
     -- the page itself: the first page_size of them
-    SELECT f.d
+    SELECT f.id, f.document
     FROM fetched f
-    ORDER BY (f.d).id
+    ORDER BY f.id
     LIMIT :'page_size'::integer
 )
-SELECT coalesce((SELECT json_agg(p.d ORDER BY (p.d).id) FROM page p), '[]')::text AS body,
+SELECT coalesce((SELECT '[' || string_agg(p.document, E', \n ' ORDER BY p.id) || ']'
+                 FROM page p), '[]') AS body,
        CASE WHEN (SELECT count(*) FROM fetched) > :'page_size'::integer
-            THEN (SELECT (p.d).id FROM page p ORDER BY (p.d).id DESC LIMIT 1)
+            THEN (SELECT p.id FROM page p ORDER BY p.id DESC LIMIT 1)
        END AS next_cursor;
 
 -- name: list_ancestors_json :value
--- Ancestors of a tenant, root first, ending at its parent, as one JSON array text (rows
--- of tenant_documents). A tenant-scoped caller whose tenant is visible_root_id (NULL: a
--- global caller, who sees all) gets only those inside its own subtree: paths holding the
--- segment '/<visible_root_id>', the test of Principal.can_see_path (segments are
--- fixed-length uuids, so a substring is a whole segment).
-SELECT coalesce(json_agg(d ORDER BY c.depth DESC), '[]')::text AS body
+-- Ancestors of a tenant, root first, ending at its parent, as one JSON array text (the
+-- documents of tenant_document_texts, put together as list_children_json puts them). A
+-- tenant-scoped caller whose tenant is visible_root_id (NULL: a global caller, who sees
+-- all) gets only those inside its own subtree: paths holding the segment
+-- '/<visible_root_id>', the test of Principal.can_see_path (segments are fixed-length
+-- uuids, so a substring is a whole segment).
+SELECT coalesce('[' || string_agg(d.document, E', \n ' ORDER BY c.depth DESC) || ']', '[]')
+       AS body
 FROM tenant_closure c
-JOIN tenant_documents d ON d.id = c.ancestor_id
+JOIN tenant_document_texts d ON d.id = c.ancestor_id
 WHERE c.descendant_id = :'tenant_id'
   AND c.depth > 0
   AND (:'visible_root_id'::uuid IS NULL
@@ -215,25 +220,27 @@ SELECT set_config('enable_nestloop', 'off', true) AS nestloop,
 
 -- name: stream_descendants_json :many
 -- Descendants of the tenant whose path is :'path' in depth-first pre-order, one JSON
--- document per row (the text of tenant_documents' rows), read through a cursor in chunks:
+-- document per row (as tenant_document_texts has it), read through a cursor in chunks:
 -- one range scan of the path index ("C" collation: every descendant's path lies between
 -- '<path>/' and '<path>0', as '0' follows '/'), starting after the path :'after' when
 -- set (a page's cursor). Down to absolute depth :'max_depth' (NULL: all levels);
 -- archived ones only when :'include_archived'. A document is the parts its row carries
--- (migration 0029) around its path, depth and config; the config is aggregated only for
+-- (migration 0029) around its path, depth and config (assemble_tenant_document,
+-- migration 0052, inlined); the config is aggregated only for
 -- the tenants found in tenant_config_holders (migration 0028), whose range is merged
 -- with the list's in path order (after plan_descendants_as_merges, in the same
 -- transaction), and masked as tenant_details masks it.
 SELECT t.id,
-       t.document_head || t.ancestry_path || '","depth":' || t.depth::text || ',"config":'
-       || CASE WHEN h.tenant_id IS NULL THEN '{}'
-               ELSE (SELECT jsonb_object_agg(ce.key, CASE WHEN ce.sensitive
-                                                         THEN to_jsonb('***'::text)
-                                                         ELSE ce.value END)
-                     FROM config_entries ce
-                     WHERE ce.tenant_id = t.id)::text
-          END
-       || t.document_tail AS document
+       assemble_tenant_document(
+           t.document_head, t.ancestry_path, t.depth,
+           CASE WHEN h.tenant_id IS NULL THEN '{}'
+                ELSE (SELECT jsonb_object_agg(ce.key, CASE WHEN ce.sensitive
+                                                          THEN to_jsonb('***'::text)
+                                                          ELSE ce.value END)
+                      FROM config_entries ce
+                      WHERE ce.tenant_id = t.id)::text
+           END,
+           t.document_tail) AS document
 FROM tenants t
 LEFT JOIN (
     -- the tenants of the same range that have entries

@@ -4,8 +4,9 @@ For every tenant: the closure table equals the transitive closure of parent_id; 
 ancestry path is the parent's path plus its own id; depth is the parent's plus one;
 no tenant is its own ancestor (no cycle); no archived tenant has an active child;
 tenant_config_holders lists exactly the tenants that have config entries, with their
-count and current path (migration 0028); each row's document parts around its path, depth
-and config make row_to_json of its tenant_documents row (migration 0029).
+count and current path (migration 0028); each row's document parts (migration 0029) put
+together around its path, depth and config (tenant_document_texts, migration 0052) make
+row_to_json of REFERENCE_ROWS.
 """
 
 from __future__ import annotations
@@ -43,14 +44,28 @@ FROM ((SELECT * FROM expected EXCEPT ALL SELECT * FROM stored)
       (SELECT * FROM stored EXCEPT ALL SELECT * FROM expected)) AS differences
 """
 
+# Each tenant's document as row_to_json renders a row of its values: the reference the
+# service's one renderer (the parts a trigger writes into each row, put together by
+# assemble_tenant_document, migration 0052) is checked against. A row's columns are the
+# document's keys in order (the tenant_documents view of migration 0014, which the
+# service no longer reads): uuids as strings, config masked as tenant_details masks it,
+# times as svc_iso_time writes them.
+REFERENCE_ROWS = """
+SELECT td.id, td.parent_id, td.name, td.slug, td.ancestry_path, td.depth, td.config,
+       td.metadata, td.isolation_strategy, td.region, td.status,
+       svc_iso_time(td.deleted_at) AS deleted_at,
+       svc_iso_time(td.created_at) AS created_at,
+       svc_iso_time(td.updated_at) AS updated_at
+FROM tenant_details td
+"""
+
 # Tenants whose stored document parts, around their path, depth and config, are not their
-# document (put together as stream_descendants_json does).
-DOCUMENT_PARTS_WRONG = """
+# document.
+DOCUMENT_PARTS_WRONG = f"""
 SELECT count(*)
-FROM tenants t
-JOIN tenant_documents d ON d.id = t.id
-WHERE t.document_head || t.ancestry_path || '","depth":' || t.depth::text || ',"config":'
-      || d.config::text || t.document_tail <> row_to_json(d)::text
+FROM tenant_document_texts t
+JOIN ({REFERENCE_ROWS}) AS d ON d.id = t.id
+WHERE t.document <> row_to_json(d)::text
 """
 
 

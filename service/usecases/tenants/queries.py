@@ -14,7 +14,13 @@ from service.auth.principal import Principal
 from service.base.errors import FieldError, ServiceError
 from service.base.etags import Rendered
 from service.caches.read_cache import CachedRead, ReadCache
-from service.repositories.tenants import JsonRows, RawJson, RawJsonPage, TenantRow
+from service.repositories.tenants import (
+    DescendantsRange,
+    JsonRows,
+    RawJson,
+    RawJsonPage,
+    TenantRow,
+)
 from service.schemas.tenants import ChildrenQuery, DescendantsQuery, ListTenantsQuery
 from service.usecases.common.cache_fill import fill_read
 from service.usecases.common.deps import Deps
@@ -75,6 +81,7 @@ class TenantQueries:
     def __init__(self, deps: Deps, cache: ReadCache) -> None:
         self.db = deps.db
         self.tenants = deps.repos.tenants
+        self.documents = deps.repos.documents
         self.cache = cache
 
     async def rendered(
@@ -184,7 +191,7 @@ class TenantQueries:
         """The same page as children() without counts, rendered by PostgreSQL."""
         async with self.db.read_connection() as conn:
             visible_active(principal, await self.tenants.get_tenant_node(conn, tenant_id))
-            return await self.tenants.list_children_json(
+            return await self.documents.list_children_json(
                 conn,
                 tenant_id,
                 cursor=query.cursor,
@@ -197,7 +204,7 @@ class TenantQueries:
             visible_active(principal, await self.tenants.get_tenant_node(conn, tenant_id))
             # A tenant-scoped caller sees the part of the chain inside its own subtree
             # (Principal.can_see_path, applied by the query).
-            return await self.tenants.list_ancestors_json(
+            return await self.documents.list_ancestors_json(
                 conn, tenant_id, visible_root=principal.tenant_id
             )
 
@@ -217,18 +224,9 @@ class TenantQueries:
         before anything is sent; a first chunk shorter than first_rows is the whole
         list (how a caller tells a heavy read from a light one before sending)."""
         async with self.db.read_connection() as conn, conn.transaction(readonly=True):
-            node = visible_active(principal, await self.tenants.get_tenant_node(conn, tenant_id))
-            after = None
-            if query.cursor is not None:
-                after = await self._cursor_path(conn, node.ancestry_path, query.cursor)
-            rows = self.tenants.stream_descendants_json(
-                conn,
-                node.ancestry_path,
-                after=after,
-                max_depth=_max_depth(node.depth, query),
-                include_archived=query.include_archived,
-                first_rows=first_rows,
-                chunk_rows=chunk_rows,
+            where = await self._descendants_range(conn, principal, tenant_id, query)
+            rows = self.documents.stream_descendants_json(
+                conn, where, first_rows=first_rows, chunk_rows=chunk_rows
             )
             async with aclosing(rows):
                 yield rows
@@ -239,18 +237,8 @@ class TenantQueries:
         """Whether the whole list `descendants` would send has more than `rows` tenants,
         counted without rendering any (access and the cursor checked as there)."""
         async with self.db.read_connection() as conn:
-            node = visible_active(principal, await self.tenants.get_tenant_node(conn, tenant_id))
-            after = None
-            if query.cursor is not None:
-                after = await self._cursor_path(conn, node.ancestry_path, query.cursor)
-            listed = await self.tenants.count_descendants_capped(
-                conn,
-                node.ancestry_path,
-                after=after,
-                max_depth=_max_depth(node.depth, query),
-                include_archived=query.include_archived,
-                cap=rows + 1,
-            )
+            where = await self._descendants_range(conn, principal, tenant_id, query)
+            listed = await self.documents.count_descendants_capped(conn, where, cap=rows + 1)
         return listed > rows
 
     async def descendants_page(
@@ -259,6 +247,22 @@ class TenantQueries:
         """One page of `limit` descendants, and the cursor of the next when more follow."""
         chunks = self.descendants(principal, tenant_id, query, first_rows=limit + 1)
         return await first_json_page(chunks, limit)
+
+    async def _descendants_range(
+        self,
+        conn: asyncpg.Connection,
+        principal: Principal,
+        tenant_id: UUID,
+        query: DescendantsQuery,
+    ) -> DescendantsRange:
+        """What `descendants` lists, once access and the cursor are checked."""
+        node = visible_active(principal, await self.tenants.get_tenant_node(conn, tenant_id))
+        after = None
+        if query.cursor is not None:
+            after = await self._cursor_path(conn, node.ancestry_path, query.cursor)
+        return DescendantsRange(
+            node.ancestry_path, after, _max_depth(node.depth, query), query.include_archived
+        )
 
     async def _cursor_path(self, conn: asyncpg.Connection, path: str, cursor: UUID) -> str:
         """A page cursor is the last tenant of the previous page: one below this tenant."""
