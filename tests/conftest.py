@@ -21,18 +21,27 @@ from tests.support.databases import (
     test_server,
 )
 from tests.support.keys import key_headers
-from tests.tiers import marks_of
+from tests.tiers import left_out_of, marks_of_test
 
 JWT_SECRET = "test-jwt-secret-0123456789abcdefghijklmnopqrstuvwxyz-0123456789abcdef"
 HMAC_SECRET = "test-hmac-secret-0123456789abcdefghijklmnopqrstuvwxyz"
 ENCRYPTION_KEY = base64.b64encode(bytes(range(32))).decode()
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The quick tier's `-m` does not import the modules it leaves out whole."""
+    markexpr = config.getoption("markexpr") or ""
+    if collection_path.suffix == ".py" and left_out_of(markexpr, collection_path.stem):
+        return True
+    return None
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tier markers from tests/tiers.py (`make quick` leaves out processes, browser,
     cluster and slow)."""
     for item in items:
-        for name in marks_of(item.path.stem):
+        function = getattr(item, "originalname", item.name)
+        for name in marks_of_test(item.path.stem, function):
             item.add_marker(getattr(pytest.mark, name))
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tiers import TIERS, marks_of
+from tests.tiers import QUICK, SLOW_TESTS, TIERS, left_out_of, marks_of, marks_of_test
 
 TESTS = Path(__file__).resolve().parent
 TESTING_DOC = TESTS.parent / "docs" / "testing.md"
@@ -47,6 +47,23 @@ def test_every_listed_module_exists() -> None:
     existing = set(module_names())
     listed = set().union(*TIERS.values())
     assert listed - existing == set()
+
+
+def test_every_listed_slow_test_exists() -> None:
+    for name in SLOW_TESTS:
+        module, function = name.split("::")
+        text = (TESTS / f"{module}.py").read_text(encoding="utf-8")
+        assert re.search(rf"^(async )?def {function}\(", text, re.MULTILINE), name
+        assert marks_of_test(module, function) == [*marks_of(module), "slow"]
+
+
+def test_make_quick_is_the_quick_expression() -> None:
+    """So that `make quick` does not import the modules it leaves out (left_out_of)."""
+    makefile = (TESTS.parent / "Makefile").read_text(encoding="utf-8")
+    assert f'-m "{QUICK}"' in makefile
+    assert left_out_of(QUICK, "test_schemathesis")
+    assert not left_out_of(QUICK, "test_tiers")
+    assert not left_out_of("processes", "test_cli")
 
 
 def test_the_scan_sees_a_process() -> None:
