@@ -51,7 +51,7 @@ typecheck: install ## mypy (strict)
 unit: install ## only pytest, with PYTEST_ARGS
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-quick: install ## the fast tier: in-process tests only (tests/tiers.py), no lint; under two minutes
+quick: install ## the fast tier: in-process tests only (tests/tiers.py), no lint; its time: docs/testing.md
 	$(BIN)/pytest -q -m "not processes and not browser and not cluster and not slow" $(PYTEST_ARGS)
 
 test: lint typecheck unit ## lint, typecheck and the whole test suite (what CI runs first)

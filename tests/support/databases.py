@@ -30,6 +30,18 @@ def with_database(dsn: str, name: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, parts.fragment))
 
 
+# The embedded server is thrown away with its folder, so it need not survive a power
+# loss: without fsync a commit, a CREATE DATABASE from the template and a checkpoint
+# write to the page cache and go on (tests/support/cluster.py does the same for its
+# clusters). Commit order, visibility and synchronous_commit are unchanged. A server
+# given by DATABASE_URL is left as it is.
+THROWAWAY_SERVER = (
+    "ALTER SYSTEM SET fsync = off",
+    "ALTER SYSTEM SET full_page_writes = off",
+    "SELECT pg_reload_conf()",
+)
+
+
 @contextmanager
 def test_server(database_url: str | None) -> Iterator[str]:
     """An admin DSN on the server the tests use."""
@@ -43,7 +55,9 @@ def test_server(database_url: str | None) -> Iterator[str]:
 
         server = get_server(folder / "pg", cleanup_mode="delete")
     try:
-        yield server.get_uri()
+        dsn = server.get_uri()
+        asyncio.run(_admin(dsn, *THROWAWAY_SERVER))
+        yield dsn
     finally:
         server.cleanup()
 
