@@ -13,7 +13,6 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from service.app import create_app
-from service.db.queries import Queries
 from service.settings.options import Settings
 from tests.support.databases import (
     create_database,
@@ -44,22 +43,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         function = getattr(item, "originalname", item.name)
         for name in marks_of_test(item.path.stem, function):
             item.add_marker(getattr(pytest.mark, name))
-
-
-@pytest.fixture(scope="session", autouse=True)
-def queries_parsed_once() -> Iterator[None]:
-    """sql/queries is parsed once per session, not once per app: create_app spent 16 ms
-    of its 40 ms there, and the quick tier starts about 700 apps. The files do not change
-    during a run and Queries is immutable; Queries.load(folder) still reads the folder."""
-    parsed = Queries.load()
-    read = Queries.load
-
-    def load(directory: Path | None = None) -> Queries:
-        return parsed if directory is None else read(directory)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Queries, "load", load)
-        yield
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,7 @@ start.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -169,7 +170,14 @@ class Queries(Mapping[str, Query]):
 
     @classmethod
     def load(cls, directory: Path | None = None) -> Queries:
-        directory = directory or sql_root() / "queries"
+        """The queries of `directory` (default: the bundled sql/queries, parsed once per
+        process: the files do not change while it runs, and Queries is immutable)."""
+        if directory is None:
+            return _bundled_queries()
+        return cls._parse(directory)
+
+    @classmethod
+    def _parse(cls, directory: Path) -> Queries:
         found: dict[str, Query] = {}
         files = sorted(directory.glob("*.sql"))
         if not files:
@@ -183,6 +191,11 @@ class Queries(Mapping[str, Query]):
                     )
                 found[query.name] = query
         return cls(found)
+
+
+@functools.cache
+def _bundled_queries() -> Queries:
+    return Queries._parse(sql_root() / "queries")
 
 
 def compile_params(text: str, where: str = "query") -> tuple[str, tuple[str, ...]]:
