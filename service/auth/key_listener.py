@@ -12,12 +12,11 @@ with a growing pause.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from uuid import UUID
 
 from service.caches.key_cache import KeyCache
 from service.caches.read_cache import ReadCache
-from service.db.listening import CONNECT_TIMEOUT_SECONDS, Heard, ListeningConnection, Ping
+from service.db.listening import CONNECT_TIMEOUT_SECONDS, ListeningConnection, Ping
 from service.observability.logs import get_logger
 
 log = get_logger("service.auth.listener")
@@ -35,6 +34,9 @@ class KeyChangeListener(ListeningConnection):
             application_name="tenant-service-listener",
             ping=ping,
             ping_timeout=PING_TIMEOUT_SECONDS,
+            channels={CHANNEL: self.on_notification}
+            if reads is None
+            else {CHANNEL: self.on_notification, TENANT_DATA_CHANNEL: reads.announced},
         )
         self.dsn = dsn
         self.cache = cache
@@ -50,11 +52,6 @@ class KeyChangeListener(ListeningConnection):
     async def stop(self) -> None:
         await super().stop()
         self._disable_caches()
-
-    def channels(self) -> Mapping[str, Heard]:
-        if self.reads is None:
-            return {CHANNEL: self.on_notification}
-        return {CHANNEL: self.on_notification, TENANT_DATA_CHANNEL: self.reads.announced}
 
     def on_notification(self, payload: str) -> None:
         kind, _, raw_id = payload.partition(":")

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 
 import asyncpg
 
 from service.db.listening import (
     CONNECT_TIMEOUT_SECONDS,
     PING_SECONDS,
-    Heard,
     ListeningConnection,
     Ping,
 )
@@ -33,6 +32,7 @@ class RevisionFeed(ListeningConnection):
             application_name="tenant-service-revisions",
             ping=ping,
             ping_timeout=PING_SECONDS,
+            channels={CHANNEL: self._notified},
         )
         self.current = current
         self.latest = 0
@@ -57,9 +57,6 @@ class RevisionFeed(ListeningConnection):
 
     async def start(self, dsn: str, *, wait_seconds: float = CONNECT_TIMEOUT_SECONDS) -> None:
         await self._start(dsn, wait_seconds)
-
-    def channels(self) -> Mapping[str, Heard]:
-        return {CHANNEL: self._notified}
 
     async def _came_up(self, conn: asyncpg.Connection) -> None:
         self._current_on_connect = await self.current(conn)

@@ -37,18 +37,17 @@ class ListeningConnection:
         application_name: str,
         ping: Ping,
         ping_timeout: float,
+        channels: Mapping[str, Heard],
     ) -> None:
         self.task_name = task_name
+        # The channels to LISTEN on, each with its handler.
+        self.channels = dict(channels)
         self.application_name = application_name
         self.ping = ping
         self.ping_timeout = ping_timeout
         self.connected = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._conn: asyncpg.Connection | None = None
-
-    def channels(self) -> Mapping[str, Heard]:
-        """The channels to LISTEN on, each with its handler."""
-        raise NotImplementedError
 
     async def _came_up(self, conn: asyncpg.Connection) -> None:
         """Work on a new connection before it counts as up (a failure: reconnect)."""
@@ -108,7 +107,7 @@ class ListeningConnection:
             server_settings={"application_name": self.application_name},
         )
         self._conn = conn
-        for channel, heard in self.channels().items():
+        for channel, heard in self.channels.items():
             await conn.add_listener(channel, _callback(heard))
         conn.add_termination_listener(lambda _conn: lost.set())
         return conn
