@@ -16,6 +16,7 @@ import pytest
 from service.db.pool import connect
 from service.db.queries import Queries
 from tests.support.databases import create_database, drop_database
+from tests.support.plans import nodes
 from tests.support.seeding import seed_balanced
 
 FUNCTIONS = (
@@ -82,13 +83,6 @@ async def conn(plan_db: str, tree: list[list[UUID]]) -> AsyncIterator[asyncpg.Co
         yield connection
     finally:
         await connection.close()
-
-
-def nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    found = [plan]
-    for child in plan.get("Plans", []):
-        found += nodes(child)
-    return found
 
 
 async def plan_of(

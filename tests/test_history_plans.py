@@ -9,7 +9,6 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import asyncpg
 import orjson
@@ -18,6 +17,7 @@ import pytest
 from service.db.pool import connect
 from service.db.queries import Queries
 from tests.support.databases import create_database, drop_database
+from tests.support.plans import nodes
 
 REVISIONS = 200_000
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -53,13 +53,6 @@ async def conn(long_history: str) -> AsyncIterator[asyncpg.Connection]:
         yield connection
     finally:
         await connection.close()
-
-
-def nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    found = [plan]
-    for child in plan.get("Plans", []):
-        found += nodes(child)
-    return found
 
 
 @pytest.mark.parametrize("revision", [REVISIONS - 10, REVISIONS // 2, 5])

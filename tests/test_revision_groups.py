@@ -15,6 +15,7 @@ from service.db.queries import Queries
 from service.http.appkeys import DATABASE, REPOSITORIES, USE_CASES
 from service.usecases.tenants.context_delivery import LAST_INDEX, Subscription
 from tests.support.api import create_tenant, move
+from tests.support.plans import nodes
 
 
 @pytest.fixture
@@ -213,10 +214,3 @@ async def test_a_page_reads_the_log_from_the_position_and_stops(db_conn) -> None
         assert {n["Index Name"] for n in scans} == {"context_revision_tenants_pkey"}, scans
         assert max(n["Actual Rows"] for n in scans) <= 30, scans
         assert not [n for n in found if n["Node Type"] == "Sort"], found
-
-
-def nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    found = [plan]
-    for child in plan.get("Plans", []):
-        found += nodes(child)
-    return found
