@@ -132,6 +132,7 @@ def create_app(
         # Each change heard gets the primary's position, so replica reads can fill the
         # cache. Without replicas nothing reads positions: no write pays for a sample.
         reads.track_positions(database.write_position)
+    reads.track_revisions(repos.revisions.current_revision)
     app[keys.READ_CACHE] = reads
     app[keys.HEAVY_READS] = HeavyReads(
         settings.heavy_reads_per_process,

@@ -2,7 +2,9 @@
 triggers) and drops cached lookups, so a change made by any process reaches every
 process within a second. The same connection listens for tenant data changes (migration
 0020's triggers) and hands each announcement to the read cache
-(service/caches/read_cache.py), which drops what it names.
+(service/caches/read_cache.py), which drops what it names, and hears each revision's
+commit after those announcements, so the read cache knows a revision its entries
+reflect at least (docs/decisions/revisions.md).
 
 The connection is watched (service/db/listening.py): a termination callback notices a
 closed socket at once and a ping every few seconds notices a silent one. While it is
@@ -14,6 +16,8 @@ from __future__ import annotations
 
 from uuid import UUID
 
+import asyncpg
+
 from service.caches.key_cache import KeyCache
 from service.caches.read_cache import ReadCache
 from service.db.listening import CONNECT_TIMEOUT_SECONDS, ListeningConnection, Ping
@@ -22,6 +26,9 @@ from service.observability.logs import get_logger
 log = get_logger("service.auth.listener")
 CHANNEL = "tenant_service_api_keys"
 TENANT_DATA_CHANNEL = "tenant_service_tenant_data"
+# Revisions are heard here too, after the announcements of their commits (one connection
+# delivers in commit order), so the read cache knows a revision its entries reflect.
+REVISIONS_CHANNEL = "tenant_service_revisions"
 PING_TIMEOUT_SECONDS = 2.0
 
 
@@ -36,7 +43,11 @@ class KeyChangeListener(ListeningConnection):
             ping_timeout=PING_TIMEOUT_SECONDS,
             channels={CHANNEL: self.on_notification}
             if reads is None
-            else {CHANNEL: self.on_notification, TENANT_DATA_CHANNEL: reads.announced},
+            else {
+                CHANNEL: self.on_notification,
+                TENANT_DATA_CHANNEL: reads.announced,
+                REVISIONS_CHANNEL: reads.revised,
+            },
         )
         self.dsn = dsn
         self.cache = cache
@@ -65,6 +76,10 @@ class KeyChangeListener(ListeningConnection):
             self.cache.invalidate_role(target)
         else:  # unknown announcement: the safe answer is to forget everything
             self.cache.clear()
+
+    async def _came_up(self, conn: asyncpg.Connection) -> None:
+        if self.reads is not None:
+            await self.reads.listening(conn)
 
     def _failed(self, exc: Exception) -> None:
         # The cache stays off; one line per outage.

@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from typing import Protocol
 from uuid import UUID
 
+import asyncpg
+
 from service.base.etags import Rendered
 from service.caches.announcements import EVERYTHING, Change, Kind, Marker, parse, path_ids
 from service.db.consistency import required_position
@@ -54,6 +56,8 @@ RECENT_CHANGES = 1024
 RESAMPLE_SECONDS = 0.5
 Key = tuple[Kind, UUID]
 PositionSource = Callable[[], Awaitable[int | None]]
+# The newest committed revision, read on the listener's own connection.
+RevisionSource = Callable[[asyncpg.Connection], Awaitable[int]]
 
 
 class _Recorded:
@@ -106,6 +110,12 @@ class ReadCache:
         self._forgotten_through = 0
         self._source: PositionSource | None = None
         self._sampler: asyncio.Task[None] | None = None
+        # The newest revision committed as far as this process knows: heard on the
+        # listener's connection after the announcements of its commit and of every commit
+        # before it, or read on that connection when it came up (0: none yet).
+        self._revision = 0
+        self._revised = asyncio.Event()
+        self._revision_source: RevisionSource | None = None
 
     @property
     def enabled(self) -> bool:
@@ -128,6 +138,54 @@ class ReadCache:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    @property
+    def revision(self) -> int:
+        return self._revision
+
+    def revised(self, payload: str) -> None:
+        """The listener heard a revision commit (tenant_service_revisions). Its connection
+        delivers in commit order, so the announcements of that commit and of every earlier
+        one have been applied: no entry held now predates any of them."""
+        with contextlib.suppress(ValueError):
+            self.revised_through(int(payload))
+
+    def revised_through(self, revision: int) -> None:
+        if revision > self._revision:
+            self._revision = revision
+            revised, self._revised = self._revised, asyncio.Event()
+            revised.set()
+
+    async def wait_revision(self, revision: int) -> None:
+        """Until a revision at or past `revision` is known (tests wait for this)."""
+        while self._revision < revision:
+            await self._revised.wait()
+
+    def track_revisions(self, source: RevisionSource) -> None:
+        """Read the newest revision with `source` each time the listener comes up."""
+        self._revision_source = source
+
+    async def listening(self, conn: asyncpg.Connection) -> None:
+        """The listener's connection listens now: what was committed before is the
+        starting revision (enable() starts from an empty cache, so no entry predates it)."""
+        if self._revision_source is not None:
+            self.revised_through(await self._revision_source(conn))
+
+    def held(self, kind: Kind, tenant_ids: list[UUID]) -> tuple[int, dict[UUID, CachedRead]] | None:
+        """The entries held for these tenants, with a revision every one of them reflects
+        at least (each is the tenant's document at that revision or a later one). None
+        when get() would answer nothing (the cache is off, or the request needs a
+        position this process may not have heard)."""
+        if not self._enabled or required_position() is not None:
+            return None
+        entries = self._entries
+        found: dict[UUID, CachedRead] = {}
+        for tenant_id in tenant_ids:
+            entry = entries.get((kind, tenant_id))
+            if entry is not None:
+                entries.move_to_end((kind, tenant_id))
+                found[tenant_id] = entry
+        return self._revision, found
 
     def get(self, kind: Kind, tenant_id: UUID) -> CachedRead | None:
         if not self._enabled:

@@ -60,11 +60,11 @@ def put_response(view: Any, created: bool, location: str) -> web.Response:
 
 
 def raw_json_response(
-    text: str, *, status: int = 200, headers: Mapping[str, str] | None = None
+    text: str | bytes, *, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> web.Response:
     """JSON already rendered elsewhere (by PostgreSQL), sent as json_response sends."""
     return web.Response(
-        body=text.encode(),
+        body=text.encode() if isinstance(text, str) else text,
         status=status,
         headers=headers,
         content_type="application/json",

@@ -115,7 +115,7 @@ class UseCases:
             change_request_apply=ChangeRequestApply(deps, execution, requests),
             move_preview=MovePreviews(deps),
             tenant_context=ContextReads(deps, reads),
-            context_delivery=ContextDelivery(deps),
+            context_delivery=ContextDelivery(deps, reads),
             flag_evaluation=FlagEvaluation(ContextReads(deps, reads)),
             context_history=ContextHistory(deps),
             revision_reverts=RevisionReverts(deps, ContextHistory(deps)),

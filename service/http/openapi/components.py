@@ -146,7 +146,8 @@ HEADERS: dict[str, dict[str, Any]] = {
     "X-Revision": {
         "description": "The newest revision of tenant data when the answer was made (on a "
         "write: at or past the write's own): a stream of context changes that reached it "
-        "shows everything committed before (docs/context-delivery.md)",
+        "shows everything committed before. On a batch context read: a revision every "
+        "context in the answer reflects at least (docs/context-delivery.md)",
         "schema": {"type": "integer", "minimum": 0},
     },
     "Link": {
