@@ -33,6 +33,10 @@ class AuditFilter:
     created_from: datetime | None = None
     created_to: datetime | None = None
 
+    def params(self) -> dict[str, object]:
+        """The filters as the list queries' parameters (named as the fields are)."""
+        return {field.name: getattr(self, field.name) for field in fields(self)}
+
 
 _FIELDS = tuple(f.name for f in fields(AuditEntryRow))
 
@@ -54,12 +58,8 @@ class AuditLogsRepository(Repository):
         rows = await self._list.many(
             conn,
             cursor_id=cursor,
-            action=f.action,
-            resource_type=f.resource_type,
-            actor_id=f.actor_id,
-            created_from=f.created_from,
-            created_to=f.created_to,
             page_size=limit,
+            **f.params(),
         )
         return [_entry(r) for r in rows]
 
@@ -77,12 +77,8 @@ class AuditLogsRepository(Repository):
             conn,
             tenant_id=tenant_id,
             cursor_id=cursor,
-            action=f.action,
-            resource_type=f.resource_type,
-            actor_id=f.actor_id,
-            created_from=f.created_from,
-            created_to=f.created_to,
             page_size=limit,
+            **f.params(),
         )
         return [_entry(r) for r in rows]
 
@@ -99,12 +95,8 @@ class AuditLogsRepository(Repository):
             conn,
             root_id=root_id,
             cursor_id=cursor,
-            action=f.action,
-            resource_type=f.resource_type,
-            actor_id=f.actor_id,
-            created_from=f.created_from,
-            created_to=f.created_to,
             page_size=limit,
+            **f.params(),
         )
         return [_entry(r) for r in rows]
 
