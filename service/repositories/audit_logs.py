@@ -10,7 +10,7 @@ from uuid import UUID
 
 import asyncpg
 
-from service.db.repository import NamedSql, Repository
+from service.db.repository import NamedSql, Repository, params_of
 from service.repositories.outbox import NewAuditEntry
 
 REDACTED: dict[str, Any] = {"redacted": True}
@@ -32,10 +32,6 @@ class AuditFilter:
     actor_id: str | None = None
     created_from: datetime | None = None
     created_to: datetime | None = None
-
-    def params(self) -> dict[str, object]:
-        """The filters as the list queries' parameters (named as the fields are)."""
-        return {field.name: getattr(self, field.name) for field in fields(self)}
 
 
 _FIELDS = tuple(f.name for f in fields(AuditEntryRow))
@@ -59,7 +55,7 @@ class AuditLogsRepository(Repository):
             conn,
             cursor_id=cursor,
             page_size=limit,
-            **f.params(),
+            **params_of(f),
         )
         return [_entry(r) for r in rows]
 
@@ -78,7 +74,7 @@ class AuditLogsRepository(Repository):
             tenant_id=tenant_id,
             cursor_id=cursor,
             page_size=limit,
-            **f.params(),
+            **params_of(f),
         )
         return [_entry(r) for r in rows]
 
@@ -96,7 +92,7 @@ class AuditLogsRepository(Repository):
             root_id=root_id,
             cursor_id=cursor,
             page_size=limit,
-            **f.params(),
+            **params_of(f),
         )
         return [_entry(r) for r in rows]
 
