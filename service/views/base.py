@@ -29,6 +29,19 @@ class View(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     the moment a view sends a field it does not describe."""
 
 
+def same_fields(view: type[View], row: object, **given: Any) -> dict[str, Any]:
+    """The fields of `view` from a row holding them under the same names, timestamps as
+    Instants, but for those `given` (values as the caller may see them, ...)."""
+    return {
+        name: given[name] if name in given else _sent(getattr(row, name))
+        for name in view.__struct_fields__
+    }
+
+
+def _sent(value: Any) -> Any:
+    return iso(value) if isinstance(value, datetime) else value
+
+
 def opt_str(value: object | None) -> str | None:
     """An optional id (or anything) as text, None staying None."""
     return None if value is None else str(value)

@@ -7,7 +7,7 @@ from typing import Any
 from uuid import UUID
 
 from service.repositories.config_constraints import BudgetUse, ConfigBudget, ConfigSchema
-from service.views.base import Instant, View, instant
+from service.views.base import Instant, View, instant, same_fields
 
 
 class ConfigSchemaView(View):
@@ -21,14 +21,7 @@ class ConfigSchemaView(View):
 
     @classmethod
     def of(cls, row: ConfigSchema) -> ConfigSchemaView:
-        return cls(
-            tenant_id=row.tenant_id,
-            key=row.key,
-            schema=row.schema,
-            enforce=row.enforce,
-            created_at=instant(row.created_at),
-            updated_at=instant(row.updated_at),
-        )
+        return cls(**same_fields(cls, row))
 
 
 class SchemaViolation(View):

@@ -10,7 +10,7 @@ from uuid import UUID
 from service.repositories.api_keys import ApiKeyRow, StoredKey
 from service.repositories.roles import RoleRow
 from service.schemas.api_keys import Scope
-from service.views.base import Instant, View, instant, instant_or_none
+from service.views.base import Instant, View, instant, instant_or_none, same_fields
 
 KeyStatus = Literal["active", "revoked", "expired"]
 
@@ -111,12 +111,4 @@ class Role(View):
 
     @classmethod
     def of(cls, role: RoleRow) -> Role:
-        return cls(
-            id=role.id,
-            tenant_id=role.tenant_id,
-            name=role.name,
-            description=role.description,
-            scopes=role.scopes,  # type: ignore[arg-type]
-            created_at=instant(role.created_at),
-            updated_at=instant(role.updated_at),
-        )
+        return cls(**same_fields(cls, role))
