@@ -9,13 +9,9 @@ Methods take the connection first, so the caller owns the transaction.
 
 from __future__ import annotations
 
-from dataclasses import fields
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, overload
 
 from service.db.queries import Queries, Query
-
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
 
 
 class NamedSql:
@@ -48,9 +44,3 @@ class Repository:
                 if isinstance(value, NamedSql):
                     names.add(value.name)
         return names
-
-
-def params_of(value: DataclassInstance) -> dict[str, object]:
-    """A dataclass's fields by name: the keyword parameters of a query whose parameters
-    are named as the fields are (`await self._insert.one(conn, **params_of(new))`)."""
-    return {field.name: getattr(value, field.name) for field in fields(value)}

@@ -10,7 +10,7 @@ from uuid import UUID
 
 import asyncpg
 
-from service.db.repository import NamedSql, Repository, params_of
+from service.db.repository import NamedSql, Repository
 from service.repositories.outbox import NewAuditEntry
 
 REDACTED: dict[str, Any] = {"redacted": True}
@@ -54,8 +54,12 @@ class AuditLogsRepository(Repository):
         rows = await self._list.many(
             conn,
             cursor_id=cursor,
+            action=f.action,
+            resource_type=f.resource_type,
+            actor_id=f.actor_id,
+            created_from=f.created_from,
+            created_to=f.created_to,
             page_size=limit,
-            **params_of(f),
         )
         return [_entry(r) for r in rows]
 
@@ -73,8 +77,12 @@ class AuditLogsRepository(Repository):
             conn,
             tenant_id=tenant_id,
             cursor_id=cursor,
+            action=f.action,
+            resource_type=f.resource_type,
+            actor_id=f.actor_id,
+            created_from=f.created_from,
+            created_to=f.created_to,
             page_size=limit,
-            **params_of(f),
         )
         return [_entry(r) for r in rows]
 
@@ -91,8 +99,12 @@ class AuditLogsRepository(Repository):
             conn,
             root_id=root_id,
             cursor_id=cursor,
+            action=f.action,
+            resource_type=f.resource_type,
+            actor_id=f.actor_id,
+            created_from=f.created_from,
+            created_to=f.created_to,
             page_size=limit,
-            **params_of(f),
         )
         return [_entry(r) for r in rows]
 

@@ -10,7 +10,7 @@ from uuid import UUID
 
 import asyncpg
 
-from service.db.repository import NamedSql, Repository, params_of
+from service.db.repository import NamedSql, Repository
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +87,22 @@ class ChangeRequestsRepository(Repository):
     async def insert_change_request(
         self, conn: asyncpg.Connection, new: NewChangeRequest
     ) -> ChangeRequestRow:
-        row = await self._insert.one(conn, **params_of(new))
+        row = await self._insert.one(
+            conn,
+            id=new.id,
+            title=new.title,
+            description=new.description,
+            changes=new.changes,
+            tenant_ids=new.tenant_ids,
+            state=new.state,
+            author_id=new.author_id,
+            author_type=new.author_type,
+            author_scope=new.author_scope,
+            author_scopes=new.author_scopes,
+            apply_at=new.apply_at,
+            impact=new.impact,
+            impact_digest=new.impact_digest,
+        )
         assert row is not None
         return _row(row)
 
@@ -118,7 +133,18 @@ class ChangeRequestsRepository(Repository):
     async def update_change_request_state(
         self, conn: asyncpg.Connection, request_id: UUID, change: StateChange
     ) -> ChangeRequestRow:
-        row = await self._update_state.one(conn, id=request_id, **params_of(change))
+        row = await self._update_state.one(
+            conn,
+            id=request_id,
+            state=change.state,
+            approvals=change.approvals,
+            approved_digest=change.approved_digest,
+            next_round=change.next_round,
+            impact=change.impact,
+            impact_digest=change.impact_digest,
+            revision=change.revision,
+            error=change.error,
+        )
         assert row is not None
         return _row(row)
 

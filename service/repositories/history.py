@@ -66,20 +66,6 @@ def _with_moments(entry: dict[str, Any] | None) -> dict[str, Any] | None:
     return entry | {"expires_at": None if expires is None else datetime.fromisoformat(expires)}
 
 
-# What restoring an entry of each kind writes back, beside its tenant and key.
-_RESTORED = {
-    "config": (
-        "value",
-        "encrypted_value",
-        "locked",
-        "sensitive",
-        "reveal_to_descendants",
-        "expires_at",
-    ),
-    "permission": ("value", "mode", "expires_at"),
-}
-
-
 class HistoryRepository(Repository):
     _bounds = NamedSql("history_bounds")
     _context_at = NamedSql("render_tenant_context_at")
@@ -124,14 +110,32 @@ class HistoryRepository(Repository):
         """The entry as it was before the revision (removed if it did not exist)."""
         old = change.before
         if change.kind == "config":
-            remove, restore = self._remove_config, self._restore_config
-        else:
-            remove, restore = self._remove_permission, self._restore_permission
-        if old is None:
-            await remove.exec(conn, tenant_id=change.tenant_id, key=change.key)
+            if old is None:
+                await self._remove_config.exec(conn, tenant_id=change.tenant_id, key=change.key)
+                return
+            await self._restore_config.exec(
+                conn,
+                tenant_id=change.tenant_id,
+                key=change.key,
+                value=old["value"],
+                encrypted_value=old["encrypted_value"],
+                locked=old["locked"],
+                sensitive=old["sensitive"],
+                reveal_to_descendants=old["reveal_to_descendants"],
+                expires_at=old["expires_at"],
+            )
             return
-        columns = {name: old[name] for name in _RESTORED[change.kind]}
-        await restore.exec(conn, tenant_id=change.tenant_id, key=change.key, **columns)
+        if old is None:
+            await self._remove_permission.exec(conn, tenant_id=change.tenant_id, key=change.key)
+            return
+        await self._restore_permission.exec(
+            conn,
+            tenant_id=change.tenant_id,
+            key=change.key,
+            value=old["value"],
+            mode=old["mode"],
+            expires_at=old["expires_at"],
+        )
 
     async def history_bounds(self, conn: asyncpg.Connection, at: datetime) -> HistoryBoundsRow:
         row = await self._bounds.one(conn, at=at)

@@ -8,7 +8,7 @@ from uuid import UUID
 
 import asyncpg
 
-from service.db.repository import NamedSql, Repository, params_of
+from service.db.repository import NamedSql, Repository
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +99,18 @@ class WebhooksRepository(Repository):
     async def update_webhook(
         self, conn: asyncpg.Connection, webhook_id: UUID, write: WebhookWrite
     ) -> WebhookRow:
-        row = await self._update.one(conn, webhook_id=webhook_id, **params_of(write))
+        row = await self._update.one(
+            conn,
+            webhook_id=webhook_id,
+            url=write.url,
+            events=write.events,
+            description=write.description,
+            active=write.active,
+            include_descendants=write.include_descendants,
+            encrypted_secret=write.encrypted_secret,
+            previous_encrypted_secret=write.previous_encrypted_secret,
+            previous_secret_expires_at=write.previous_secret_expires_at,
+        )
         updated = _webhook(row)
         assert updated is not None
         return updated
