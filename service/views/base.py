@@ -4,7 +4,7 @@ step (body bytes, and the ETag of the canonical form)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Self
 
 import msgspec
 
@@ -36,6 +36,14 @@ def same_fields(view: type[View], row: object, **given: Any) -> dict[str, Any]:
         name: given[name] if name in given else _sent(getattr(row, name))
         for name in view.__struct_fields__
     }
+
+
+class RowView(View):
+    """A view whose fields its row holds under the same names (timestamps as Instants)."""
+
+    @classmethod
+    def of(cls, row: object) -> Self:
+        return cls(**same_fields(cls, row))
 
 
 def _sent(value: Any) -> Any:

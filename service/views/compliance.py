@@ -6,16 +6,14 @@ from __future__ import annotations
 from typing import Any, Literal
 from uuid import UUID
 
-from service.repositories.audit_logs import AuditEntryRow
-from service.repositories.consents import ConsentRow
-from service.views.base import AlwaysTrue, Instant, View, same_fields
+from service.views.base import AlwaysTrue, Instant, RowView, View
 from service.views.entries import ConfigEntry, PermissionPolicy
 from service.views.keys import ApiKey, Role
 from service.views.tenants import Tenant
 from service.views.webhooks import Webhook
 
 
-class AuditEntry(View):
+class AuditEntry(RowView):
     id: UUID
     tenant_id: UUID | None
     actor_id: str
@@ -28,12 +26,8 @@ class AuditEntry(View):
     ip_address: str | None
     created_at: Instant
 
-    @classmethod
-    def of(cls, e: AuditEntryRow) -> AuditEntry:
-        return cls(**same_fields(cls, e))
 
-
-class Consent(View):
+class Consent(RowView):
     id: UUID
     tenant_id: UUID
     purpose: str
@@ -44,10 +38,6 @@ class Consent(View):
     revoked_by: str | None
     expires_at: Instant | None
     metadata: dict[str, Any]
-
-    @classmethod
-    def of(cls, c: ConsentRow) -> Consent:
-        return cls(**same_fields(cls, c))
 
 
 class ExportedChild(View):
