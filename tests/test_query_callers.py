@@ -5,8 +5,9 @@ Read from the source with `ast`, so a renamed parameter fails here, not on the f
 request that runs it. Two call forms are resolved:
 - in a class, `self._x.one(conn, a=..., b=...)` where `_x = NamedSql("name")`;
 - anywhere, `<queries>["name"].one(conn, a=...)` (the bench and one-off callers).
-`.args(a=..., b=...)` (positional list for prepared statements) is checked the same way,
-without a shape.
+`.one_as(Row, conn, a=...)` and `.many_as(Row, conn, a=...)` (each row as `Row(**row)`)
+are checked as `.one` and `.many`. `.args(a=..., b=...)` (positional list for prepared
+statements) is checked the same way, without a shape.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from service.db.queries import SHAPES, Queries, Query
 ROOT = Path(__file__).resolve().parent.parent
 CALLER_DIRS = ("service", "bench")
 RUN_METHODS = frozenset(SHAPES)
+# The shape each method that makes rows into objects runs, and takes the maker first.
+MAKING_METHODS = {"one_as": "one", "many_as": "many"}
 
 
 @dataclass(frozen=True)
@@ -72,7 +75,7 @@ def _calls_in(node: ast.AST, attributes: dict[str, str], where: str) -> list[Cal
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
             continue
         method = call.func.attr
-        if method not in RUN_METHODS | {"args", "cursor"}:
+        if method not in RUN_METHODS | MAKING_METHODS.keys() | {"args", "cursor"}:
             continue
         query = _query_of(call.func.value, attributes)
         if query is None:
@@ -130,11 +133,15 @@ def test_callers_name_exactly_the_parameters_through_the_declared_shape(
             problems.append(f"{call.where}: {call.query} gets *args or **kwargs")
         # .cursor() streams the rows of a :many query.
         shape = "many" if call.method == "cursor" else call.method
+        shape = MAKING_METHODS.get(shape, shape)
         if call.method != "args" and shape != query.shape:
             problems.append(f"{call.where}: {call.query} is :{query.shape}, run .{call.method}")
-        wanted = 0 if call.method == "args" else 1
+        wanted = 0 if call.method == "args" else 2 if call.method in MAKING_METHODS else 1
         if call.positional != wanted:
-            problems.append(f"{call.where}: {call.query} takes only the connection positionally")
+            problems.append(
+                f"{call.where}: {call.query} takes only the connection (after the maker of "
+                "one_as and many_as) positionally"
+            )
         if call.keywords != set(query.params):
             problems.append(
                 f"{call.where}: {call.query} takes {sorted(query.params)}, "
@@ -147,7 +154,7 @@ def test_the_scan_finds_the_callers(calls: list[Call]) -> None:
     by_query = {c.query: c for c in calls}
     get_tenant = by_query["get_tenant"]
     assert get_tenant.where.startswith("service/repositories/tenants.py:")
-    assert (get_tenant.method, get_tenant.keywords) == ("one", {"tenant_id"})
+    assert (get_tenant.method, get_tenant.keywords) == ("one_as", {"tenant_id"})
     assert by_query["count_seeded_rows"].where.startswith("bench/seed.py:")
     assert len(calls) > 150
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, cast, get_args
+from typing import Any, Literal, Protocol, TypeVar, cast, get_args
 
 import asyncpg
 
@@ -24,6 +24,7 @@ from service.observability import tracing
 
 Shape = Literal["one", "value", "many", "exec"]
 SHAPES: tuple[Shape, ...] = get_args(Shape)
+T = TypeVar("T")
 
 _HEADER = re.compile(r"^--\s*name:")
 _HEADER_FULL = re.compile(r"^--\s*name:\s*(?P<name>[a-z][a-z0-9_]*)(?:\s+:(?P<shape>\S+))?\s*$")
@@ -94,49 +95,57 @@ class Query:
                 f".{self.shape}(), not .{shape}()"
             )
 
+    def _checked_args(self, shape: Shape, params: dict[str, object]) -> list[object]:
+        """The arguments, once the method (`shape`) and the parameter names are right."""
+        self._check(shape)
+        return self.args(**params)
+
+    async def _traced(self, conn: Executor, call: Awaitable[T]) -> T:
+        """Await the call, in a span of its own when tracing is on."""
+        if tracing.TRACER is None:
+            return await call
+        async with tracing.query_span(self.name, self.sql, conn):
+            return await call
+
     async def one(self, conn: Executor, /, **params: object) -> asyncpg.Record | None:
         """At most one row (`:one`)."""
-        self._check("one")
-        args = self.args(**params)
-        if tracing.TRACER is None:
-            return await conn.fetchrow(self.sql, *args)
-        async with tracing.query_span(self.name, self.sql, conn):
-            return await conn.fetchrow(self.sql, *args)
+        args = self._checked_args("one", params)
+        return await self._traced(conn, conn.fetchrow(self.sql, *args))
+
+    async def one_as(
+        self, shape: Callable[..., T], conn: Executor, /, **params: object
+    ) -> T | None:
+        """At most one row (`:one`), as `shape(**row)`."""
+        row = await self.one(conn, **params)
+        return None if row is None else shape(**row)
 
     async def value(self, conn: Executor, /, **params: object) -> Any:
         """The first column of the first row, or None (`:value`)."""
-        self._check("value")
-        args = self.args(**params)
-        if tracing.TRACER is None:
-            return await conn.fetchval(self.sql, *args)
-        async with tracing.query_span(self.name, self.sql, conn):
-            return await conn.fetchval(self.sql, *args)
+        args = self._checked_args("value", params)
+        return await self._traced(conn, conn.fetchval(self.sql, *args))
 
     async def many(self, conn: Executor, /, **params: object) -> list[asyncpg.Record]:
         """Every row (`:many`)."""
-        self._check("many")
-        args = self.args(**params)
-        if tracing.TRACER is None:
-            return await conn.fetch(self.sql, *args)
-        async with tracing.query_span(self.name, self.sql, conn):
-            return await conn.fetch(self.sql, *args)
+        args = self._checked_args("many", params)
+        return await self._traced(conn, conn.fetch(self.sql, *args))
+
+    async def many_as(
+        self, shape: Callable[..., T], conn: Executor, /, **params: object
+    ) -> list[T]:
+        """Every row (`:many`), each as `shape(**row)`."""
+        return [shape(**row) for row in await self.many(conn, **params)]
 
     def cursor(
         self, conn: asyncpg.Connection, /, **params: object
     ) -> asyncpg.cursor.CursorFactory[asyncpg.Record]:
         """The rows of a `:many` query through a server-side cursor (inside a
         transaction), for answers too large to hold in memory at once."""
-        self._check("many")
-        return conn.cursor(self.sql, *self.args(**params))
+        return conn.cursor(self.sql, *self._checked_args("many", params))
 
     async def exec(self, conn: Executor, /, **params: object) -> str:
         """Run for its effect; the command status, such as 'UPDATE 3' (`:exec`)."""
-        self._check("exec")
-        args = self.args(**params)
-        if tracing.TRACER is None:
-            return await conn.execute(self.sql, *args)
-        async with tracing.query_span(self.name, self.sql, conn):
-            return await conn.execute(self.sql, *args)
+        args = self._checked_args("exec", params)
+        return await self._traced(conn, conn.execute(self.sql, *args))
 
 
 def sql_root() -> Path:

@@ -16,16 +16,21 @@ from service.views.entries import TenantContext
 from service.views.history import ContextDiff
 
 api = Api("context")
+# Both reads may name a moment of the history.
+ERRORS = (
+    "VALIDATION_ERROR",
+    "TENANT_NOT_FOUND",
+    "TENANT_ARCHIVED",
+    "HISTORY_UNAVAILABLE",
+    "INSUFFICIENT_SCOPE",
+)
 
 
 @api.route(
     "GET", "/api/v1/tenants/{id}/context",
     summary="Config and permissions after inheritance (ETag; If-None-Match answers 304)",
     query=ContextQuery, response=TenantContext, extra=FRESH_GET,
-    errors=(
-        "VALIDATION_ERROR", "TENANT_NOT_FOUND", "TENANT_ARCHIVED", "HISTORY_UNAVAILABLE",
-        "INSUFFICIENT_SCOPE",
-    ),
+    errors=ERRORS,
 )  # fmt: skip
 async def get_context(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)
@@ -51,10 +56,7 @@ async def get_context(request: web.Request) -> web.Response:
     "GET", "/api/v1/tenants/{id}/context/diff",
     summary="What changed in the context between two moments (times or revisions), and why",
     query=ContextDiffQuery, response=ContextDiff,
-    errors=(
-        "VALIDATION_ERROR", "TENANT_NOT_FOUND", "TENANT_ARCHIVED", "HISTORY_UNAVAILABLE",
-        "INSUFFICIENT_SCOPE",
-    ),
+    errors=ERRORS,
 )  # fmt: skip
 async def get_context_diff(request: web.Request) -> web.Response:
     tenant_id = path_uuid(request)

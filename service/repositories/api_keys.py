@@ -228,14 +228,14 @@ class ApiKeysRepository(Repository):
     async def list_api_key_limits_with_role(
         self, conn: asyncpg.Connection, role_id: UUID
     ) -> list[HolderLimits]:
-        rows = await self._limits_with_role.many(conn, role_id=role_id)
-        return [HolderLimits(**r) for r in rows]
+        return await self._limits_with_role.many_as(HolderLimits, conn, role_id=role_id)
 
     async def list_api_keys_leaving_role_subtree(
         self, conn: asyncpg.Connection, tenant_id: UUID, new_parent_id: UUID | None
     ) -> list[StrandedKey]:
-        rows = await self._leaving.many(conn, tenant_id=tenant_id, new_parent_id=new_parent_id)
-        return [StrandedKey(**r) for r in rows]
+        return await self._leaving.many_as(
+            StrandedKey, conn, tenant_id=tenant_id, new_parent_id=new_parent_id
+        )
 
     async def count_api_keys_outside_role_subtree(
         self, conn: asyncpg.Connection, role_id: UUID
@@ -245,8 +245,7 @@ class ApiKeysRepository(Repository):
     async def get_api_key_for_auth(
         self, conn: asyncpg.Connection, key_hash: bytes
     ) -> KeyCredentials | None:
-        row = await self._for_auth.one(conn, key_hash=key_hash)
-        return None if row is None else KeyCredentials(**row)
+        return await self._for_auth.one_as(KeyCredentials, conn, key_hash=key_hash)
 
     async def count_api_keys(self, conn: asyncpg.Connection) -> int:
         return int(await self._count.value(conn))

@@ -109,26 +109,22 @@ class ChangeRequestsRepository(Repository):
     async def get_change_request(
         self, conn: asyncpg.Connection, request_id: UUID
     ) -> ChangeRequestRow | None:
-        row = await self._get.one(conn, id=request_id)
-        return None if row is None else _row(row)
+        return await self._get.one_as(ChangeRequestRow, conn, id=request_id)
 
     async def lock_change_request(
         self, conn: asyncpg.Connection, request_id: UUID
     ) -> ChangeRequestRow | None:
-        row = await self._lock.one(conn, id=request_id)
-        return None if row is None else _row(row)
+        return await self._lock.one_as(ChangeRequestRow, conn, id=request_id)
 
     async def claim_due_change_request(
         self, conn: asyncpg.Connection, grace_seconds: int
     ) -> ChangeRequestRow | None:
-        row = await self._claim_due.one(conn, grace_seconds=grace_seconds)
-        return None if row is None else _row(row)
+        return await self._claim_due.one_as(ChangeRequestRow, conn, grace_seconds=grace_seconds)
 
     async def claim_missed_change_requests(
         self, conn: asyncpg.Connection, grace_seconds: int
     ) -> list[ChangeRequestRow]:
-        rows = await self._claim_missed.many(conn, grace_seconds=grace_seconds)
-        return [_row(r) for r in rows]
+        return await self._claim_missed.many_as(ChangeRequestRow, conn, grace_seconds=grace_seconds)
 
     async def update_change_request_state(
         self, conn: asyncpg.Connection, request_id: UUID, change: StateChange
@@ -178,8 +174,7 @@ class ChangeRequestsRepository(Repository):
     async def list_change_request_reviews(
         self, conn: asyncpg.Connection, request_id: UUID
     ) -> list[Review]:
-        rows = await self._reviews.many(conn, change_request_id=request_id)
-        return [Review(**r) for r in rows]
+        return await self._reviews.many_as(Review, conn, change_request_id=request_id)
 
     async def list_change_requests(
         self,
@@ -191,7 +186,8 @@ class ChangeRequestsRepository(Repository):
         scope_id: UUID | None,
         page_size: int,
     ) -> list[ChangeRequestRow]:
-        rows = await self._list.many(
+        return await self._list.many_as(
+            ChangeRequestRow,
             conn,
             cursor=cursor,
             state=state,
@@ -199,7 +195,6 @@ class ChangeRequestsRepository(Repository):
             scope_id=None if scope_id is None else str(scope_id),
             page_size=page_size,
         )
-        return [_row(r) for r in rows]
 
     async def list_subtree_tenant_ids(
         self, conn: asyncpg.Connection, tenant_ids: Sequence[UUID], max_rows: int

@@ -135,19 +135,17 @@ class ConfigConstraintsRepository(Repository):
     async def get_config_budget(
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str
     ) -> ConfigBudget | None:
-        row = await self._get_budget.one(conn, tenant_id=tenant_id, key=key)
-        return None if row is None else ConfigBudget(**row)
+        return await self._get_budget.one_as(ConfigBudget, conn, tenant_id=tenant_id, key=key)
 
     async def list_config_budgets(
         self, conn: asyncpg.Connection, tenant_id: UUID
     ) -> list[ConfigBudget]:
-        return [ConfigBudget(**r) for r in await self._list_budgets.many(conn, tenant_id=tenant_id)]
+        return await self._list_budgets.many_as(ConfigBudget, conn, tenant_id=tenant_id)
 
     async def delete_config_budget(
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str
     ) -> ConfigBudget | None:
-        row = await self._delete_budget.one(conn, tenant_id=tenant_id, key=key)
-        return None if row is None else ConfigBudget(**row)
+        return await self._delete_budget.one_as(ConfigBudget, conn, tenant_id=tenant_id, key=key)
 
     async def lock_config_budgets(
         self, conn: asyncpg.Connection, tenant_ids: Sequence[UUID], keys: Sequence[str]

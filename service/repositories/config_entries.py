@@ -63,18 +63,17 @@ class ConfigEntriesRepository(EntryRepository):
         self, conn: asyncpg.Connection, batch_size: int
     ) -> list[ConfigEntryRow]:
         """Remove due entries that no other transaction holds; returns them."""
-        return [ConfigEntryRow(**r) for r in await self._expire.many(conn, batch_size=batch_size)]
+        return await self._expire.many_as(ConfigEntryRow, conn, batch_size=batch_size)
 
     async def list_config_entries(
         self, conn: asyncpg.Connection, tenant_id: UUID
     ) -> list[ConfigEntryRow]:
-        return [ConfigEntryRow(**r) for r in await self._list.many(conn, tenant_id=tenant_id)]
+        return await self._list.many_as(ConfigEntryRow, conn, tenant_id=tenant_id)
 
     async def get_config_entry(
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str
     ) -> ConfigEntryRow | None:
-        row = await self._get.one(conn, tenant_id=tenant_id, key=key)
-        return None if row is None else ConfigEntryRow(**row)
+        return await self._get.one_as(ConfigEntryRow, conn, tenant_id=tenant_id, key=key)
 
     async def upsert_config_entry(
         self,
@@ -103,8 +102,7 @@ class ConfigEntriesRepository(EntryRepository):
     async def delete_config_entry(
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str
     ) -> ConfigEntryRow | None:
-        row = await self._delete_one.one(conn, tenant_id=tenant_id, key=key)
-        return None if row is None else ConfigEntryRow(**row)
+        return await self._delete_one.one_as(ConfigEntryRow, conn, tenant_id=tenant_id, key=key)
 
     async def lock_config_keys(self, conn: asyncpg.Connection, writes: Sequence[KeyWrite]) -> None:
         await self._lock(conn, writes)

@@ -52,12 +52,10 @@ class ConsentsRepository(Repository):
     async def get_active_consent(
         self, conn: asyncpg.Connection, tenant_id: UUID, purpose: str
     ) -> ConsentRow | None:
-        row = await self._active.one(conn, tenant_id=tenant_id, purpose=purpose)
-        return None if row is None else ConsentRow(**row)
+        return await self._active.one_as(ConsentRow, conn, tenant_id=tenant_id, purpose=purpose)
 
     async def get_consent(self, conn: asyncpg.Connection, consent_id: UUID) -> ConsentRow | None:
-        row = await self._get.one(conn, consent_id=consent_id)
-        return None if row is None else ConsentRow(**row)
+        return await self._get.one_as(ConsentRow, conn, consent_id=consent_id)
 
     async def insert_consent(self, conn: asyncpg.Connection, consent: NewConsent) -> None:
         await self._insert.exec(

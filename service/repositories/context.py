@@ -69,8 +69,7 @@ class ContextRepository(Repository):
         self, conn: asyncpg.Connection, tenant_ids: list[UUID]
     ) -> list[RenderedContext]:
         """Masked context documents of the tenants that exist, in the order asked."""
-        rows = await self._render_many.many(conn, tenant_ids=tenant_ids)
-        return [RenderedContext(**row) for row in rows]
+        return await self._render_many.many_as(RenderedContext, conn, tenant_ids=tenant_ids)
 
     async def stream_subtree_contexts(
         self, conn: asyncpg.Connection, ancestry_path: str, *, first_rows: int, chunk_rows: int
@@ -86,8 +85,7 @@ class ContextRepository(Repository):
     async def render_tenant_context(
         self, conn: asyncpg.Connection, tenant_id: UUID
     ) -> RenderedContext | None:
-        row = await self._render.one(conn, tenant_id=tenant_id)
-        return None if row is None else RenderedContext(**row)
+        return await self._render.one_as(RenderedContext, conn, tenant_id=tenant_id)
 
     async def resolve_tenant_context(
         self, conn: asyncpg.Connection, tenant_id: UUID

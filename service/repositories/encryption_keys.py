@@ -55,8 +55,9 @@ class EncryptionKeysRepository(Repository):
     async def lock_webhook_secrets_batch(
         self, conn: asyncpg.Connection, after: UUID | None, limit: int
     ) -> list[WebhookCiphertexts]:
-        rows = await self._webhook_batch.many(conn, after_id=after, batch_size=limit)
-        return [WebhookCiphertexts(**r) for r in rows]
+        return await self._webhook_batch.many_as(
+            WebhookCiphertexts, conn, after_id=after, batch_size=limit
+        )
 
     async def update_webhook_ciphertexts(
         self, conn: asyncpg.Connection, values: Sequence[WebhookCiphertexts]

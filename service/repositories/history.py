@@ -176,8 +176,7 @@ class HistoryRepository(Repository):
     async def get_tenant_at(
         self, conn: asyncpg.Connection, tenant_id: UUID, revision: int
     ) -> TenantRow | None:
-        row = await self._tenant_at.one(conn, tenant_id=tenant_id, revision=revision)
-        return None if row is None else TenantRow(**row)
+        return await self._tenant_at.one_as(TenantRow, conn, tenant_id=tenant_id, revision=revision)
 
     async def list_context_change_revisions(
         self, conn: asyncpg.Connection, tenant_id: UUID, from_revision: int, to_revision: int
@@ -190,8 +189,7 @@ class HistoryRepository(Repository):
     async def get_history_revision(
         self, conn: asyncpg.Connection, revision: int
     ) -> HistoryRevisionRow | None:
-        row = await self._revision.one(conn, revision=revision)
-        return None if row is None else HistoryRevisionRow(**row)
+        return await self._revision.one_as(HistoryRevisionRow, conn, revision=revision)
 
     async def delete_expired_history(self, conn: asyncpg.Connection, cutoff: datetime) -> int:
         return int(await self._delete_expired.value(conn, cutoff=cutoff))

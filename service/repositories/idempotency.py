@@ -53,8 +53,7 @@ class IdempotencyRepository(Repository):
     async def get_idempotency_key(
         self, conn: asyncpg.Connection, key_hash: bytes
     ) -> StoredAnswer | None:
-        row = await self._get.one(conn, key_hash=key_hash)
-        return None if row is None else StoredAnswer(**row)
+        return await self._get.one_as(StoredAnswer, conn, key_hash=key_hash)
 
     async def insert_idempotency_key(self, conn: asyncpg.Connection, new: NewStoredAnswer) -> bool:
         stored = await self._insert.value(
@@ -77,8 +76,7 @@ class IdempotencyRepository(Repository):
     async def lock_idempotency_answers_batch(
         self, conn: asyncpg.Connection, after: UUID | None, limit: int
     ) -> list[AnswerCiphertext]:
-        rows = await self._batch.many(conn, after_id=after, batch_size=limit)
-        return [AnswerCiphertext(**r) for r in rows]
+        return await self._batch.many_as(AnswerCiphertext, conn, after_id=after, batch_size=limit)
 
     async def update_idempotency_answers(
         self, conn: asyncpg.Connection, values: Sequence[AnswerCiphertext]

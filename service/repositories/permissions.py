@@ -38,20 +38,17 @@ class PermissionsRepository(EntryRepository):
         self, conn: asyncpg.Connection, batch_size: int
     ) -> list[PermissionPolicyRow]:
         """Remove due policies that no other transaction holds; returns them."""
-        return [
-            PermissionPolicyRow(**r) for r in await self._expire.many(conn, batch_size=batch_size)
-        ]
+        return await self._expire.many_as(PermissionPolicyRow, conn, batch_size=batch_size)
 
     async def list_permission_policies(
         self, conn: asyncpg.Connection, tenant_id: UUID
     ) -> list[PermissionPolicyRow]:
-        return [PermissionPolicyRow(**r) for r in await self._list.many(conn, tenant_id=tenant_id)]
+        return await self._list.many_as(PermissionPolicyRow, conn, tenant_id=tenant_id)
 
     async def get_permission_policy(
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str
     ) -> PermissionPolicyRow | None:
-        row = await self._get.one(conn, tenant_id=tenant_id, key=key)
-        return None if row is None else PermissionPolicyRow(**row)
+        return await self._get.one_as(PermissionPolicyRow, conn, tenant_id=tenant_id, key=key)
 
     async def find_locked_permission_keys(
         self, conn: asyncpg.Connection, tenant_id: UUID, keys: Sequence[str]
@@ -80,8 +77,7 @@ class PermissionsRepository(EntryRepository):
     async def delete_permission_policy(
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str
     ) -> PermissionPolicyRow | None:
-        row = await self._delete.one(conn, tenant_id=tenant_id, key=key)
-        return None if row is None else PermissionPolicyRow(**row)
+        return await self._delete.one_as(PermissionPolicyRow, conn, tenant_id=tenant_id, key=key)
 
     async def lock_permission_keys(
         self, conn: asyncpg.Connection, writes: Sequence[KeyWrite]

@@ -33,17 +33,16 @@ class ProtectionRepository(Repository):
         return found
 
     async def get_protection(self, conn: asyncpg.Connection, tenant_id: UUID) -> Protection | None:
-        row = await self._get.one(conn, tenant_id=tenant_id)
-        return None if row is None else Protection(**row)
+        return await self._get.one_as(Protection, conn, tenant_id=tenant_id)
 
     async def insert_protection(
         self, conn: asyncpg.Connection, tenant_id: UUID, protected_by: str
     ) -> Protection | None:
-        row = await self._insert.one(conn, tenant_id=tenant_id, protected_by=protected_by)
-        return None if row is None else Protection(**row)
+        return await self._insert.one_as(
+            Protection, conn, tenant_id=tenant_id, protected_by=protected_by
+        )
 
     async def delete_protection(
         self, conn: asyncpg.Connection, tenant_id: UUID
     ) -> Protection | None:
-        row = await self._delete.one(conn, tenant_id=tenant_id)
-        return None if row is None else Protection(**row)
+        return await self._delete.one_as(Protection, conn, tenant_id=tenant_id)

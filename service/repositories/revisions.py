@@ -92,11 +92,10 @@ class RevisionsRepository(Repository):
     async def list_revision_tenants(
         self, conn: asyncpg.Connection, revision: int
     ) -> list[RevisionTenant]:
-        return [RevisionTenant(**row) for row in await self._tenants.many(conn, revision=revision)]
+        return await self._tenants.many_as(RevisionTenant, conn, revision=revision)
 
     async def get_revision(self, conn: asyncpg.Connection, revision: int) -> Revision | None:
-        row = await self._get.one(conn, revision=revision)
-        return None if row is None else Revision(**row)
+        return await self._get.one_as(Revision, conn, revision=revision)
 
     async def delete_expired_revisions(
         self, conn: asyncpg.Connection, cutoff: datetime, batch_size: int

@@ -52,12 +52,10 @@ class RolesRepository(Repository):
         )
 
     async def get_role(self, conn: asyncpg.Connection, role_id: UUID) -> RoleRow | None:
-        row = await self._get.one(conn, role_id=role_id)
-        return None if row is None else RoleRow(**row)
+        return await self._get.one_as(RoleRow, conn, role_id=role_id)
 
     async def lock_role(self, conn: asyncpg.Connection, role_id: UUID) -> RoleRow | None:
-        row = await self._lock.one(conn, role_id=role_id)
-        return None if row is None else RoleRow(**row)
+        return await self._lock.one_as(RoleRow, conn, role_id=role_id)
 
     async def list_roles(
         self, conn: asyncpg.Connection, *, tenant_id: UUID | None, subtree_of: UUID | None

@@ -117,14 +117,6 @@ def _tenant(row: asyncpg.Record) -> TenantRow:
     return TenantRow(**row)
 
 
-def _node(row: asyncpg.Record) -> TenantNode:
-    return TenantNode(**row)
-
-
-def _tenants(rows: Sequence[asyncpg.Record]) -> list[TenantRow]:
-    return [TenantRow(**row) for row in rows]
-
-
 def _nodes_by_id(rows: Sequence[asyncpg.Record]) -> dict[UUID, TenantNode]:
     return {row["id"]: TenantNode(**row) for row in rows}
 
@@ -159,8 +151,7 @@ class TenantsRepository(Repository):
     _rewrite_paths = NamedSql("rewrite_subtree_paths")
 
     async def get_tenant(self, conn: asyncpg.Connection, tenant_id: UUID) -> TenantRow | None:
-        row = await self._get.one(conn, tenant_id=tenant_id)
-        return None if row is None else _tenant(row)
+        return await self._get.one_as(TenantRow, conn, tenant_id=tenant_id)
 
     async def get_tenants_by_ids(
         self, conn: asyncpg.Connection, ids: Sequence[UUID]
@@ -169,12 +160,10 @@ class TenantsRepository(Repository):
         return {row["id"]: _tenant(row) for row in rows}
 
     async def get_tenant_by_slug(self, conn: asyncpg.Connection, slug: str) -> TenantRow | None:
-        row = await self._get_by_slug.one(conn, slug=slug)
-        return None if row is None else _tenant(row)
+        return await self._get_by_slug.one_as(TenantRow, conn, slug=slug)
 
     async def get_tenant_node(self, conn: asyncpg.Connection, tenant_id: UUID) -> TenantNode | None:
-        row = await self._node.one(conn, tenant_id=tenant_id)
-        return None if row is None else _node(row)
+        return await self._node.one_as(TenantNode, conn, tenant_id=tenant_id)
 
     async def get_tenant_nodes(
         self, conn: asyncpg.Connection, ids: Sequence[UUID]
@@ -205,8 +194,7 @@ class TenantsRepository(Repository):
     async def lock_tenant_node(
         self, conn: asyncpg.Connection, tenant_id: UUID
     ) -> TenantNode | None:
-        row = await self._lock_node.one(conn, tenant_id=tenant_id)
-        return None if row is None else _node(row)
+        return await self._lock_node.one_as(TenantNode, conn, tenant_id=tenant_id)
 
     async def find_existing_slugs(self, conn: asyncpg.Connection, slugs: Sequence[str]) -> set[str]:
         rows = await self._existing_slugs.many(conn, slugs=list(slugs))
@@ -232,16 +220,16 @@ class TenantsRepository(Repository):
     async def list_tenants(
         self, conn: asyncpg.Connection, *, cursor: UUID | None, status: str, limit: int
     ) -> list[TenantRow]:
-        rows = await self._list.many(conn, cursor_id=cursor, status_filter=status, page_size=limit)
-        return _tenants(rows)
+        return await self._list.many_as(
+            TenantRow, conn, cursor_id=cursor, status_filter=status, page_size=limit
+        )
 
     async def list_root_tenants(
         self, conn: asyncpg.Connection, *, cursor: UUID | None, status: str, limit: int
     ) -> list[TenantRow]:
-        rows = await self._list_roots.many(
-            conn, cursor_id=cursor, status_filter=status, page_size=limit
+        return await self._list_roots.many_as(
+            TenantRow, conn, cursor_id=cursor, status_filter=status, page_size=limit
         )
-        return _tenants(rows)
 
     async def list_subtree_tenants(
         self,
@@ -252,10 +240,9 @@ class TenantsRepository(Repository):
         status: str,
         limit: int,
     ) -> list[TenantRow]:
-        rows = await self._list_subtree.many(
-            conn, root_id=root, cursor_id=cursor, status_filter=status, page_size=limit
+        return await self._list_subtree.many_as(
+            TenantRow, conn, root_id=root, cursor_id=cursor, status_filter=status, page_size=limit
         )
-        return _tenants(rows)
 
     async def search_tenants(
         self,
@@ -269,7 +256,8 @@ class TenantsRepository(Repository):
         status: str,
         limit: int,
     ) -> list[TenantRow]:
-        rows = await self._search.many(
+        return await self._search.many_as(
+            TenantRow,
             conn,
             search_text=text,
             subtree_root_id=subtree,
@@ -279,7 +267,6 @@ class TenantsRepository(Repository):
             status_filter=status,
             page_size=limit,
         )
-        return _tenants(rows)
 
     async def count_children(
         self, conn: asyncpg.Connection, ids: Sequence[UUID], *, include_archived: bool
@@ -302,10 +289,14 @@ class TenantsRepository(Repository):
         status: str = "active",
         limit: int | None = None,
     ) -> list[TenantRow]:
-        rows = await self._children.many(
-            conn, parent_id=parent_id, cursor_id=cursor, status_filter=status, page_size=limit
+        return await self._children.many_as(
+            TenantRow,
+            conn,
+            parent_id=parent_id,
+            cursor_id=cursor,
+            status_filter=status,
+            page_size=limit,
         )
-        return _tenants(rows)
 
     async def has_active_children(self, conn: asyncpg.Connection, tenant_id: UUID) -> bool:
         return bool(await self._has_active_children.value(conn, tenant_id=tenant_id))

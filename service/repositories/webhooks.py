@@ -93,8 +93,9 @@ class WebhooksRepository(Repository):
     async def list_webhooks(
         self, conn: asyncpg.Connection, *, scope: UUID | None, tenant_id: UUID | None
     ) -> list[WebhookRow]:
-        rows = await self._list.many(conn, scope_tenant_id=scope, tenant_id=tenant_id)
-        return [WebhookRow(**r) for r in rows]
+        return await self._list.many_as(
+            WebhookRow, conn, scope_tenant_id=scope, tenant_id=tenant_id
+        )
 
     async def update_webhook(
         self, conn: asyncpg.Connection, webhook_id: UUID, write: WebhookWrite

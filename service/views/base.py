@@ -4,7 +4,7 @@ step (body bytes, and the ETag of the canonical form)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Self
 
 import msgspec
 
@@ -27,6 +27,27 @@ class View(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Base of every response view: the document lists every field there is, so the
     OpenAPI document says `additionalProperties: false` and the Schemathesis run fails
     the moment a view sends a field it does not describe."""
+
+
+def same_fields(view: type[View], row: object, **given: Any) -> dict[str, Any]:
+    """The fields of `view` from a row holding them under the same names, timestamps as
+    Instants, but for those `given` (values as the caller may see them, ...)."""
+    return {
+        name: given[name] if name in given else _sent(getattr(row, name))
+        for name in view.__struct_fields__
+    }
+
+
+class RowView(View):
+    """A view whose fields its row holds under the same names (timestamps as Instants)."""
+
+    @classmethod
+    def of(cls, row: object) -> Self:
+        return cls(**same_fields(cls, row))
+
+
+def _sent(value: Any) -> Any:
+    return iso(value) if isinstance(value, datetime) else value
 
 
 def opt_str(value: object | None) -> str | None:

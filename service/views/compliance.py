@@ -6,16 +6,14 @@ from __future__ import annotations
 from typing import Any, Literal
 from uuid import UUID
 
-from service.repositories.audit_logs import AuditEntryRow
-from service.repositories.consents import ConsentRow
-from service.views.base import AlwaysTrue, Instant, View, instant, instant_or_none
+from service.views.base import AlwaysTrue, Instant, RowView, View
 from service.views.entries import ConfigEntry, PermissionPolicy
 from service.views.keys import ApiKey, Role
 from service.views.tenants import Tenant
 from service.views.webhooks import Webhook
 
 
-class AuditEntry(View):
+class AuditEntry(RowView):
     id: UUID
     tenant_id: UUID | None
     actor_id: str
@@ -28,24 +26,8 @@ class AuditEntry(View):
     ip_address: str | None
     created_at: Instant
 
-    @classmethod
-    def of(cls, e: AuditEntryRow) -> AuditEntry:
-        return cls(
-            id=e.id,
-            tenant_id=e.tenant_id,
-            actor_id=e.actor_id,
-            actor_type=e.actor_type,  # type: ignore[arg-type]
-            action=e.action,
-            resource_type=e.resource_type,
-            resource_id=e.resource_id,
-            changes=e.changes,
-            request_id=e.request_id,
-            ip_address=e.ip_address,
-            created_at=instant(e.created_at),
-        )
 
-
-class Consent(View):
+class Consent(RowView):
     id: UUID
     tenant_id: UUID
     purpose: str
@@ -56,21 +38,6 @@ class Consent(View):
     revoked_by: str | None
     expires_at: Instant | None
     metadata: dict[str, Any]
-
-    @classmethod
-    def of(cls, c: ConsentRow) -> Consent:
-        return cls(
-            id=c.id,
-            tenant_id=c.tenant_id,
-            purpose=c.purpose,
-            status=c.status,  # type: ignore[arg-type]
-            granted_at=instant(c.granted_at),
-            granted_by=c.granted_by,
-            revoked_at=instant_or_none(c.revoked_at),
-            revoked_by=c.revoked_by,
-            expires_at=instant_or_none(c.expires_at),
-            metadata=c.metadata,
-        )
 
 
 class ExportedChild(View):

@@ -6,11 +6,11 @@ from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
-from service.repositories.config_constraints import BudgetUse, ConfigBudget, ConfigSchema
-from service.views.base import Instant, View, instant
+from service.repositories.config_constraints import BudgetUse, ConfigBudget
+from service.views.base import Instant, RowView, View, instant
 
 
-class ConfigSchemaView(View):
+class ConfigSchemaView(RowView):
     tenant_id: UUID
     key: str
     schema: dict[str, Any]
@@ -18,17 +18,6 @@ class ConfigSchemaView(View):
     enforce: bool
     created_at: Instant
     updated_at: Instant
-
-    @classmethod
-    def of(cls, row: ConfigSchema) -> ConfigSchemaView:
-        return cls(
-            tenant_id=row.tenant_id,
-            key=row.key,
-            schema=row.schema,
-            enforce=row.enforce,
-            created_at=instant(row.created_at),
-            updated_at=instant(row.updated_at),
-        )
 
 
 class SchemaViolation(View):

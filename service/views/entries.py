@@ -15,7 +15,7 @@ from service.repositories.context import ResolvedContext
 from service.repositories.permissions import PermissionPolicyRow
 from service.schemas.config import PermissionMode
 from service.schemas.tenants import IsolationStrategy
-from service.views.base import Instant, View, instant
+from service.views.base import Instant, View, instant, same_fields
 
 # Present on an entry that expires (absent on one that stays).
 Expiry = (
@@ -49,16 +49,8 @@ class ConfigEntry(View):
     @classmethod
     def of(cls, entry: ConfigEntryRow, shown_value: Any) -> ConfigEntry:
         """The entry with its value as the caller may see it ("***" unless revealed)."""
-        return cls(
-            key=entry.key,
-            value=shown_value,
-            locked=entry.locked,
-            sensitive=entry.sensitive,
-            reveal_to_descendants=entry.reveal_to_descendants,
-            created_at=instant(entry.created_at),
-            updated_at=instant(entry.updated_at),
-            expires_at=_expiry(entry.expires_at),
-        )
+        expires_at = _expiry(entry.expires_at)
+        return cls(**same_fields(cls, entry, value=shown_value, expires_at=expires_at))
 
 
 class PermissionPolicy(View):
@@ -71,14 +63,7 @@ class PermissionPolicy(View):
 
     @classmethod
     def of(cls, policy: PermissionPolicyRow) -> PermissionPolicy:
-        return cls(
-            key=policy.key,
-            value=policy.value,
-            mode=policy.mode,  # type: ignore[arg-type]
-            created_at=instant(policy.created_at),
-            updated_at=instant(policy.updated_at),
-            expires_at=_expiry(policy.expires_at),
-        )
+        return cls(**same_fields(cls, policy, expires_at=_expiry(policy.expires_at)))
 
 
 class ResolvedConfigEntry(View):

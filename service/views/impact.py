@@ -95,13 +95,17 @@ class ShadowedEntry(View):
         )
 
 
-class ConfigChangePreview(View):
+class _EntryChangePreview(View):
+    # What a preview of a config entry and of a permission policy both answer first.
     dry_run: AlwaysTrue
     tenant_id: UUID
     key: str
     change: Literal["set", "delete"]
     refused: PreviewRefusal | None
     changed_tenants: int
+
+
+class ConfigChangePreview(_EntryChangePreview):
     changes: list[ResolvedValueChange]
     shadowed_entries: list[ShadowedEntry]
     shadowed_total: int
@@ -141,13 +145,7 @@ class ShadowedPolicy(View):
         return cls(tenant_id=p.tenant_id, value=p.value, mode=p.mode)  # type: ignore[arg-type]
 
 
-class PermissionChangePreview(View):
-    dry_run: AlwaysTrue
-    tenant_id: UUID
-    key: str
-    change: Literal["set", "delete"]
-    refused: PreviewRefusal | None
-    changed_tenants: int
+class PermissionChangePreview(_EntryChangePreview):
     changes: list[ResolvedPolicyChange]
     shadowed_policies: list[ShadowedPolicy]
     shadowed_total: int

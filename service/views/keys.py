@@ -8,9 +8,8 @@ from typing import Any, Literal
 from uuid import UUID
 
 from service.repositories.api_keys import ApiKeyRow, StoredKey
-from service.repositories.roles import RoleRow
 from service.schemas.api_keys import Scope
-from service.views.base import Instant, View, instant, instant_or_none
+from service.views.base import Instant, RowView, View, instant, instant_or_none
 
 KeyStatus = Literal["active", "revoked", "expired"]
 
@@ -100,7 +99,7 @@ class EffectiveScopes(View):
         )
 
 
-class Role(View):
+class Role(RowView):
     id: UUID
     tenant_id: UUID | None
     name: str
@@ -108,15 +107,3 @@ class Role(View):
     scopes: list[Scope]
     created_at: Instant
     updated_at: Instant
-
-    @classmethod
-    def of(cls, role: RoleRow) -> Role:
-        return cls(
-            id=role.id,
-            tenant_id=role.tenant_id,
-            name=role.name,
-            description=role.description,
-            scopes=role.scopes,  # type: ignore[arg-type]
-            created_at=instant(role.created_at),
-            updated_at=instant(role.updated_at),
-        )

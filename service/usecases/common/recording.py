@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
 import asyncpg
@@ -30,6 +30,39 @@ class AuditRecord:
     resource_id: object | None
     tenant_id: UUID | None
     changes: dict[str, Any] | None = None
+
+
+def tenant_audit(action: str, tenant_id: UUID, changes: dict[str, Any] | None) -> AuditRecord:
+    """The audit entry of a change to a tenant itself: the resource and its tenant."""
+    return AuditRecord(
+        action=action,
+        resource_type="tenant",
+        resource_id=tenant_id,
+        tenant_id=tenant_id,
+        changes=changes,
+    )
+
+
+class Owned(Protocol):
+    """A resource a tenant owns (None: the whole service's): a webhook, a role, a key."""
+
+    @property
+    def id(self) -> UUID: ...
+    @property
+    def tenant_id(self) -> UUID | None: ...
+
+
+def owned_audit(
+    action: str, resource_type: str, resource: Owned, changes: dict[str, Any] | None
+) -> AuditRecord:
+    """The audit entry of a change to `resource`, under its owner."""
+    return AuditRecord(
+        action=action,
+        resource_type=resource_type,
+        resource_id=resource.id,
+        tenant_id=resource.tenant_id,
+        changes=changes,
+    )
 
 
 class ChangeRecorder:

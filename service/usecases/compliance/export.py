@@ -19,7 +19,7 @@ from service.repositories.api_keys import StoredKey
 from service.repositories.audit_logs import AuditFilter
 from service.repositories.config_entries import ConfigEntryRow
 from service.usecases.common.deps import Deps
-from service.usecases.common.recording import AuditRecord
+from service.usecases.common.recording import tenant_audit
 from service.usecases.common.tenant_access import visible
 from service.usecases.entries.values import shown_value
 from service.views.compliance import AuditEntry, Consent, ExportedChild, TenantExport
@@ -95,11 +95,9 @@ class TenantExports:
             await self.deps.recorder.record(
                 conn,
                 actor,
-                AuditRecord(
-                    action="tenant.exported",
-                    resource_type="tenant",
-                    resource_id=tenant_id,
-                    tenant_id=tenant_id,
+                tenant_audit(
+                    "tenant.exported",
+                    tenant_id,
                     changes={"include_secrets": include_secrets},
                 ),
             )

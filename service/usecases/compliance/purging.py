@@ -20,7 +20,7 @@ import asyncpg
 from service.caches.key_cache import KeyCache
 from service.repositories.gdpr import EventPayload, PurgedRows
 from service.repositories.registry import Repositories
-from service.usecases.common.recording import AuditRecord
+from service.usecases.common.recording import AuditRecord, tenant_audit
 
 
 def without_mentions(value: Any, ids: frozenset[str]) -> Any:
@@ -58,11 +58,9 @@ async def purge_tenant_rows(
 def purged_record(tenant_id: UUID, changes: dict[str, Any]) -> AuditRecord:
     """The audit entry of a purged tenant. Its changes say how it went, never what it
     held: the purged tenant's data must not survive in the log."""
-    return AuditRecord(
-        action="tenant.purged",
-        resource_type="tenant",
-        resource_id=tenant_id,
-        tenant_id=tenant_id,
+    return tenant_audit(
+        "tenant.purged",
+        tenant_id,
         changes={"redacted": True, **changes},
     )
 

@@ -17,7 +17,7 @@ from service.auth.principal import Actor, Principal
 from service.base.errors import FieldError, ServiceError
 from service.schemas.tenant_admin import MigrateRegionBody
 from service.usecases.common.deps import Deps
-from service.usecases.common.recording import AuditRecord, Event
+from service.usecases.common.recording import Event, tenant_audit
 from service.usecases.common.tenant_access import active, lock_tree_of
 from service.views.base import document
 from service.views.tenants import Tenant
@@ -60,11 +60,9 @@ class RegionMigrations:
             await self.deps.recorder.record(
                 conn,
                 actor,
-                AuditRecord(
-                    action="tenant.region_migrated",
-                    resource_type="tenant",
-                    resource_id=tenant_id,
-                    tenant_id=tenant_id,
+                tenant_audit(
+                    "tenant.region_migrated",
+                    tenant_id,
                     changes={
                         "before": {"region": node.region},
                         "after": {"region": body.region},

@@ -30,7 +30,6 @@ def _event(action: str, row: ConfigBudget) -> Event:
 class ConfigBudgets:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
-        self.tenants = deps.repos.tenants
         self.repo = deps.repos.constraints
         self.constraints = ConfigConstraints(deps)
 

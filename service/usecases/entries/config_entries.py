@@ -72,7 +72,6 @@ def updated_event(entry: ConfigEntryRow) -> Event:
 class ConfigEntries:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
-        self.tenants = deps.repos.tenants
         self.config = deps.repos.config
         self.constraints = ConfigConstraints(deps)
         self.writes = EntryWrites(

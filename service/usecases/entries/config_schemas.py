@@ -44,7 +44,6 @@ def _event(action: str, row: ConfigSchema) -> Event:
 class ConfigSchemas:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
-        self.tenants = deps.repos.tenants
         self.repo = deps.repos.constraints
         self.constraints = ConfigConstraints(deps)
 

@@ -50,7 +50,6 @@ def _event(kind: str, policy: PermissionPolicyRow) -> Event:
 class PermissionPolicies:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
-        self.tenants = deps.repos.tenants
         self.permissions = deps.repos.permissions
         self.writes = EntryWrites(
             deps,

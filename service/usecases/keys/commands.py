@@ -22,7 +22,7 @@ from service.base.timefmt import iso
 from service.repositories.api_keys import KeySettings, StoredKey
 from service.repositories.roles import RoleRow
 from service.schemas.api_keys import ApiKeyCreate, ApiKeyPatch
-from service.usecases.common.recording import AuditRecord
+from service.usecases.common.recording import owned_audit
 from service.usecases.keys.access import (
     KeyStoreChanges,
     change_then_forget,
@@ -284,11 +284,10 @@ class ApiKeyCommands(KeyStoreChanges):
         await self.deps.recorder.record(
             conn,
             actor,
-            AuditRecord(
-                action=action,
-                resource_type="api_key",
-                resource_id=stored.key.id,
-                tenant_id=stored.key.tenant_id,
+            owned_audit(
+                action,
+                "api_key",
+                stored.key,
                 changes=changes,
             ),
         )

@@ -15,7 +15,7 @@ from service.base.errors import ServiceError
 from service.base.ids import uuid7
 from service.repositories.roles import NewRole, RoleRow
 from service.schemas.api_keys import ListRolesQuery, RoleCreate, RolePatch
-from service.usecases.common.recording import AuditRecord
+from service.usecases.common.recording import owned_audit
 from service.usecases.common.tenant_access import visible
 from service.usecases.keys.access import (
     KeyStoreChanges,
@@ -169,11 +169,10 @@ class RoleManagement(KeyStoreChanges):
         await self.deps.recorder.record(
             conn,
             actor,
-            AuditRecord(
-                action=action,
-                resource_type="role",
-                resource_id=role.id,
-                tenant_id=role.tenant_id,
+            owned_audit(
+                action,
+                "role",
+                role,
                 changes=changes,
             ),
         )

@@ -19,7 +19,7 @@ from service.schemas.tenants import TenantPatch
 from service.usecases.common.deps import Deps
 from service.usecases.common.merge_patch import merge_patch
 from service.usecases.common.protection import refuse_protected
-from service.usecases.common.recording import AuditRecord, Event
+from service.usecases.common.recording import Event, tenant_audit
 from service.usecases.common.tenant_access import check_if_match, visible, visible_active
 from service.usecases.entries.constraints import ConfigConstraints, Written
 from service.usecases.entries.values import same_json
@@ -90,11 +90,9 @@ class TenantChanges:
             await self.deps.recorder.record(
                 conn,
                 actor,
-                AuditRecord(
-                    action="tenant.updated",
-                    resource_type="tenant",
-                    resource_id=tenant_id,
-                    tenant_id=tenant_id,
+                tenant_audit(
+                    "tenant.updated",
+                    tenant_id,
                     changes={
                         "before": {f: old_json[f] for f in changed},
                         "after": {f: new_json[f] for f in changed},
@@ -235,12 +233,13 @@ class TenantChanges:
         await self.deps.recorder.record(
             conn,
             actor,
-            AuditRecord(
-                action=action, resource_type="tenant", resource_id=tenant.id, tenant_id=tenant.id,
+            tenant_audit(
+                action,
+                tenant.id,
                 changes={"before": {"status": before}, "after": {"status": tenant.status}},
             ),
             [Event(action, tenant.id, {**data, **extra})],
-        )  # fmt: skip
+        )
 
     async def _lock_in_tree(
         self,

@@ -21,7 +21,7 @@ from service.repositories.key_locks import KeyWrite
 from service.repositories.tenants import NewTenant, TenantNode, TenantRow
 from service.schemas.tenants import TenantCreate
 from service.usecases.common.deps import Deps
-from service.usecases.common.recording import AuditRecord, Event
+from service.usecases.common.recording import Event, tenant_audit
 from service.usecases.entries.constraints import ConfigConstraints, Written
 from service.views.base import document, opt_str
 from service.views.tenants import Tenant
@@ -134,11 +134,9 @@ class TenantCreation:
                 conn,
                 actor,
                 [
-                    AuditRecord(
-                        action="tenant.created",
-                        resource_type="tenant",
-                        resource_id=t.id,
-                        tenant_id=t.id,
+                    tenant_audit(
+                        "tenant.created",
+                        t.id,
                         changes={"before": None, "after": document(Tenant.of(created[t.id]))},
                     )
                     for t in new

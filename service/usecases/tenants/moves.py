@@ -16,7 +16,7 @@ from service.base.errors import FieldError, RetryTransaction, ServiceError
 from service.repositories.tenants import TenantNode, TenantRow
 from service.usecases.common.deps import Deps
 from service.usecases.common.protection import refuse_protected
-from service.usecases.common.recording import AuditRecord, Event
+from service.usecases.common.recording import Event, tenant_audit
 from service.usecases.common.tenant_access import (
     active,
     check_if_match,
@@ -186,11 +186,9 @@ class TenantMoves:
         await self.deps.recorder.record(
             conn,
             actor,
-            AuditRecord(
-                action="tenant.moved",
-                resource_type="tenant",
-                resource_id=node.id,
-                tenant_id=node.id,
+            tenant_audit(
+                "tenant.moved",
+                node.id,
                 changes={
                     "before": {"parent_id": old_parent, "ancestry_path": node.ancestry_path},
                     "after": {"parent_id": new_parent, "ancestry_path": new_path},

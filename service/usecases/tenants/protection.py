@@ -11,7 +11,7 @@ import asyncpg
 from service.auth.principal import Actor, Principal
 from service.repositories.protection import Protection
 from service.usecases.common.deps import Deps
-from service.usecases.common.recording import AuditRecord, Event
+from service.usecases.common.recording import Event, tenant_audit
 from service.usecases.common.tenant_access import visible, visible_active
 
 
@@ -67,11 +67,9 @@ class TenantProtections:
         await self.deps.recorder.record(
             conn,
             actor,
-            AuditRecord(
-                action=action,
-                resource_type="tenant",
-                resource_id=tenant_id,
-                tenant_id=tenant_id,
+            tenant_audit(
+                action,
+                tenant_id,
                 changes={"before": {"protected": before}, "after": {"protected": after}},
             ),
             [Event(action, tenant_id, {"id": str(tenant_id), "protected": after})],

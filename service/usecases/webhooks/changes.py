@@ -21,7 +21,7 @@ from service.base.timefmt import iso_or_none
 from service.repositories.webhooks import NewWebhook, WebhookRow, WebhookWrite
 from service.schemas.webhooks import SecretRotation, WebhookCreate, WebhookPatch, unique_events
 from service.usecases.common.deps import Deps
-from service.usecases.common.recording import AuditRecord
+from service.usecases.common.recording import owned_audit
 from service.usecases.common.tenant_access import visible_active
 from service.usecases.webhooks.access import unsafe_url, visible_webhook
 from service.views.base import SENSITIVE_MASK, document
@@ -67,11 +67,10 @@ class WebhookChanges:
         await self.deps.recorder.record(
             conn,
             actor,
-            AuditRecord(
-                action=action,
-                resource_type="webhook",
-                resource_id=webhook.id,
-                tenant_id=webhook.tenant_id,
+            owned_audit(
+                action,
+                "webhook",
+                webhook,
                 changes=changes,
             ),
         )

@@ -13,7 +13,7 @@ from service.base.ids import uuid7
 from service.repositories.webhooks import WebhookRow
 from service.schemas.webhooks import TEST_EVENT, ListWebhooksQuery
 from service.usecases.common.deps import Deps
-from service.usecases.common.recording import AuditRecord
+from service.usecases.common.recording import owned_audit
 from service.usecases.common.tenant_access import visible
 from service.usecases.webhooks.access import unsafe_url, visible_webhook
 from service.views.base import document
@@ -89,11 +89,10 @@ class WebhookTesting:
             await self.deps.recorder.record(
                 conn,
                 actor,
-                AuditRecord(
-                    action="webhook.tested",
-                    resource_type="webhook",
-                    resource_id=webhook.id,
-                    tenant_id=webhook.tenant_id,
+                owned_audit(
+                    "webhook.tested",
+                    "webhook",
+                    webhook,
                     changes={"result": audited},
                 ),
             )
