@@ -578,17 +578,54 @@ $$;
 CREATE FUNCTION public.count_config_holders() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
+DECLARE
+    tenants_added integer;
+    counted       uuid[];
+    attempts      integer := 0;
+    violated      text;
 BEGIN
     IF TG_OP = 'TRUNCATE' THEN
         DELETE FROM tenant_config_holders;
     ELSIF TG_OP = 'INSERT' THEN
-        INSERT INTO tenant_config_holders AS h (tenant_id, ancestry_path, entries)
-        SELECT t.id, t.ancestry_path, a.entries
-        FROM (SELECT n.tenant_id, count(*)::integer AS entries
-              FROM new_rows n
-              GROUP BY n.tenant_id) AS a
-        JOIN tenants t ON t.id = a.tenant_id
-        ON CONFLICT (tenant_id) DO UPDATE SET entries = h.entries + excluded.entries;
+        WITH added AS (
+            SELECT n.tenant_id, count(*)::integer AS entries
+            FROM new_rows n
+            GROUP BY n.tenant_id
+        ),
+        updated AS (
+            UPDATE tenant_config_holders h
+            SET entries = h.entries + a.entries
+            FROM added a
+            WHERE h.tenant_id = a.tenant_id
+            RETURNING h.tenant_id
+        )
+        SELECT (SELECT count(*) FROM added), coalesce(array_agg(u.tenant_id), '{}')
+        INTO tenants_added, counted
+        FROM updated u;
+        IF cardinality(counted) = tenants_added THEN
+            RETURN NULL;
+        END IF;
+        LOOP
+            BEGIN
+                INSERT INTO tenant_config_holders AS h (tenant_id, ancestry_path, entries)
+                SELECT t.id, t.ancestry_path, a.entries
+                FROM (SELECT n.tenant_id, count(*)::integer AS entries
+                      FROM new_rows n
+                      WHERE NOT EXISTS (SELECT 1 FROM unnest(counted) AS c(tenant_id)
+                                        WHERE c.tenant_id = n.tenant_id)
+                      GROUP BY n.tenant_id) AS a
+                JOIN tenants t ON t.id = a.tenant_id
+                ON CONFLICT (tenant_id) DO UPDATE SET entries = h.entries + excluded.entries;
+                EXIT;
+            EXCEPTION WHEN unique_violation THEN
+                GET STACKED DIAGNOSTICS violated = CONSTRAINT_NAME;
+                attempts := attempts + 1;
+                IF violated IS DISTINCT FROM 'tenant_config_holders_path_key'
+                   OR attempts > 3 THEN
+                    RAISE;
+                END IF;
+            END;
+        END LOOP;
     ELSE
         UPDATE tenant_config_holders h
         SET entries = h.entries - g.entries

@@ -210,3 +210,44 @@ async def test_concurrent_writes_at_one_tenant_keep_the_count_exact(
     assert await counts(db_conn, tenant) == [0]
     await put_config(client, admin, tenant, "again", 1, expect=201)
     assert await counts(db_conn, tenant) == [1]
+
+
+async def test_first_entries_of_a_tenant_written_at_once_count_once_each(
+    client: TestClient, admin: dict[str, str], db_conn: Any, db_url: str
+) -> None:
+    """Two transactions giving one tenant its first entries at once (other keys, so no
+    entry lock orders them) both count: the later one adds to the row the earlier one
+    inserted. Before migration 0053 the trigger's INSERT ... ON CONFLICT (tenant_id)
+    could meet that row in the path's unique index, which is no arbiter, and fail with a
+    unique violation (the intermittent 500 of tests/test_tree_concurrency.py). The
+    window is short: 2,400 first entries, two connections at once at each tenant; before
+    the fix 5 to 11 in 2,000 failed (three runs), and both runs of this test failed."""
+    root = await create_tenant(client, admin)
+    tenants: list[str] = []
+    for _ in range(3):
+        items = [{"name": "T", "slug": unique_slug(), "parent_id": root["id"]} for _ in range(100)]
+        resp = await client.post("/api/v1/tenants/batch", json={"tenants": items}, headers=admin)
+        assert resp.status == 201, await resp.json()
+        tenants += [t["id"] for t in (await resp.json())["created"]]
+    pool = await asyncpg.create_pool(db_url, min_size=16, max_size=16)
+
+    async def first(tenant: str, key: str) -> None:
+        async with pool.acquire() as conn:
+            await conn.execute(
+                "INSERT INTO config_entries (tenant_id, key, value) VALUES ($1, $2, '1')",
+                tenant,
+                key,
+            )
+
+    try:
+        for _ in range(4):  # each round: every tenant's first entries again
+            await db_conn.execute("DELETE FROM config_entries WHERE tenant_id = ANY($1)", tenants)
+            assert await counts(db_conn, *tenants) == [0] * len(tenants)
+            outcomes = await asyncio.gather(
+                *(first(t, key) for t in tenants for key in ("a", "b")), return_exceptions=True
+            )
+            failed = [repr(o) for o in outcomes if isinstance(o, BaseException)]
+            assert failed == [], f"{len(failed)} of {len(outcomes)} writes failed: {failed[:3]}"
+            assert await counts(db_conn, *tenants) == [2] * len(tenants)
+    finally:
+        await pool.close()
