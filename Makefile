@@ -51,8 +51,13 @@ typecheck: install ## mypy (strict)
 unit: install ## only pytest, with PYTEST_ARGS
 	$(BIN)/pytest $(PYTEST_ARGS)
 
+# The quick tier runs in QUICK_WORKERS pytest-xdist processes, each with its own embedded
+# PostgreSQL (or its own databases on DATABASE_URL's server); QUICK_WORKERS=0 runs it in
+# this one process. Why three, and the times: docs/testing.md.
+QUICK_WORKERS ?= 3
+
 quick: install ## the fast tier: in-process tests only (tests/tiers.py), no lint; its time: docs/testing.md
-	$(BIN)/pytest -q -m "not processes and not browser and not cluster and not slow" $(PYTEST_ARGS)
+	$(BIN)/pytest -q -n $(QUICK_WORKERS) -m "not processes and not browser and not cluster and not slow" $(PYTEST_ARGS)
 
 test: lint typecheck unit ## lint, typecheck and the whole test suite (what CI runs first)
 

@@ -19,6 +19,7 @@ from tests.support.databases import (
     create_template,
     drop_database,
     test_server,
+    with_database,
 )
 from tests.support.keys import key_headers
 from tests.tiers import left_out_of, marks_of_test
@@ -52,8 +53,12 @@ def admin_dsn() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def template_db(admin_dsn: str) -> str:
-    return create_template(admin_dsn)
+def template_db(admin_dsn: str) -> Iterator[str]:
+    # Dropped at the end: a server given by DATABASE_URL outlives the run (and under
+    # pytest-xdist each worker has a template of its own).
+    template = create_template(admin_dsn)
+    yield template
+    drop_database(admin_dsn, with_database(admin_dsn, template))
 
 
 @pytest.fixture(scope="module")

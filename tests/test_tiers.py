@@ -61,6 +61,10 @@ def test_make_quick_is_the_quick_expression() -> None:
     """So that `make quick` does not import the modules it leaves out (left_out_of)."""
     makefile = (TESTS.parent / "Makefile").read_text(encoding="utf-8")
     assert f'-m "{QUICK}"' in makefile
+    # and runs it in pytest-xdist workers (docs/testing.md), which collect the same way
+    quick = next(line for line in makefile.splitlines() if f'-m "{QUICK}"' in line)
+    assert "-n $(QUICK_WORKERS)" in quick
+    assert re.search(r"^QUICK_WORKERS \?= [1-9]", makefile, re.MULTILINE)
     assert left_out_of(QUICK, "test_schemathesis")
     assert not left_out_of(QUICK, "test_tiers")
     assert not left_out_of("processes", "test_cli")

@@ -2,12 +2,16 @@
 
 With DATABASE_URL set, the tests use that server (for example the machine's
 PostgreSQL 15); otherwise they start an embedded PostgreSQL 18 in a temporary folder.
-Database names carry a random run id, so parallel runs on one server never collide.
+Database names carry a random run id and, under pytest-xdist, the worker's id (`gw0`,
+`gw1`, ...), so parallel runs and the workers of one run never collide on one server.
+Each xdist worker is a process of its own with its own session: without DATABASE_URL
+each starts its own embedded server.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
 import tempfile
 import warnings
@@ -22,7 +26,8 @@ from service.db.migrations import apply_migrations
 from service.db.pool import connect
 from service.db.queries import Queries
 
-RUN_ID = secrets.token_hex(4)
+# PYTEST_XDIST_WORKER is set in the workers of `pytest -n N` (make quick), unset otherwise.
+RUN_ID = "_".join(filter(None, (secrets.token_hex(4), os.environ.get("PYTEST_XDIST_WORKER"))))
 
 
 def with_database(dsn: str, name: str) -> str:
