@@ -1,6 +1,8 @@
 """The settings of tokens from an OpenID Connect provider (docs/identity.md).
 
-Read by Settings.from_env (service/settings/options.py) as one block of its fields.
+Declared on Settings (service/settings/options.py) and read there with every other option;
+this module checks them against each other and works out the derived ones (the issuer
+without its trailing slash, JWT_ALGORITHMS, JWT_SCOPE_MAP).
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from service.settings.reader import EnvironmentReader
+from service.settings.table import option_of
 
 if TYPE_CHECKING:
     from service.settings.options import Settings
@@ -20,8 +23,8 @@ _SCOPE_NAMES = ("read", "write", "admin")
 
 
 def identity_settings(reader: EnvironmentReader, settings: Settings) -> dict[str, object]:
-    jwks_url = reader.optional("JWT_JWKS_URL")
-    issuer = reader.optional("OIDC_ISSUER")
+    jwks_url = settings.jwt_jwks_url
+    issuer = settings.oidc_issuer
     if issuer is not None:
         issuer = issuer.rstrip("/")
     provider = jwks_url is not None or issuer is not None
@@ -32,8 +35,9 @@ def identity_settings(reader: EnvironmentReader, settings: Settings) -> dict[str
             reader.errors.append(f"{name} must be an http(s) URL")
         elif settings.is_production and not url.startswith("https://"):
             reader.errors.append(f"{name} must use https when SERVICE_ENV=production")
-    default = PROVIDER_DEFAULT_ALGORITHMS if provider else ("HS256",)
-    raw = reader.text("JWT_ALGORITHMS", ",".join(default))
+    declared = option_of(settings, "jwt_algorithms")
+    default = PROVIDER_DEFAULT_ALGORITHMS if provider else declared.default
+    raw = reader.text(declared.env, ",".join(default))
     algorithms = tuple(dict.fromkeys(a.strip() for a in raw.split(",") if a.strip()))
     # Never `none`, never an HMAC algorithm but HS256 with JWT_SECRET (a provider's
     # public key must never double as an HMAC secret).
@@ -47,7 +51,7 @@ def identity_settings(reader: EnvironmentReader, settings: Settings) -> dict[str
         reader.errors.append(
             "JWT_ALGORITHMS names a public-key algorithm: set JWT_JWKS_URL or OIDC_ISSUER"
         )
-    allow_any_audience = reader.boolean("JWT_ALLOW_ANY_AUDIENCE", False)
+    allow_any_audience = settings.jwt_allow_any_audience
     if provider and settings.is_production:
         if settings.jwt_audience is None:
             reader.errors.append("SERVICE_ENV=production with a JWKS requires JWT_AUDIENCE")
@@ -62,7 +66,7 @@ def identity_settings(reader: EnvironmentReader, settings: Settings) -> dict[str
             "to accept them knowingly"
         )
     scope_map: list[tuple[str, str]] = []
-    for part in reader.text("JWT_SCOPE_MAP", "").split(","):
+    for part in reader.text(option_of(settings, "jwt_scope_map").env, "").split(","):
         if not part.strip():
             continue
         name, sep, scope = part.strip().rpartition("=")
@@ -72,18 +76,4 @@ def identity_settings(reader: EnvironmentReader, settings: Settings) -> dict[str
             )
             continue
         scope_map.append((name.strip(), scope.strip()))
-    return {
-        "jwt_jwks_url": jwks_url,
-        "oidc_issuer": issuer,
-        "jwt_algorithms": algorithms,
-        "jwt_scopes_claim": reader.optional("JWT_SCOPES_CLAIM"),
-        "jwt_scope_map": tuple(scope_map),
-        "jwt_tenant_claim": reader.text("JWT_TENANT_CLAIM", "tenant_id"),
-        "jwt_require_tenant_claim": reader.boolean(
-            "JWT_REQUIRE_TENANT_CLAIM", settings.is_production
-        ),
-        "jwt_allow_any_audience": allow_any_audience,
-        "jwks_cache_seconds": reader.duration("JWT_JWKS_CACHE_TTL", "5 minutes"),
-        "jwks_max_stale_seconds": reader.duration("JWT_JWKS_MAX_STALE", "1 hour"),
-        "jwks_timeout_seconds": reader.number("JWT_JWKS_TIMEOUT_SECONDS", 5.0, 0.1, 60),
-    }
+    return {"oidc_issuer": issuer, "jwt_algorithms": algorithms, "jwt_scope_map": tuple(scope_map)}

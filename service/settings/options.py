@@ -7,7 +7,7 @@ import json
 import os
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -15,8 +15,26 @@ from service.settings.database import DEFAULT_STATEMENT_CACHE_SIZE, database_set
 from service.settings.identity import identity_settings
 from service.settings.reader import EnvironmentReader, IPNetwork, decode_encryption_key
 from service.settings.secret_strength import GENERATE_HINT, weakness
+from service.settings.table import (
+    boolean,
+    choice,
+    cidrs,
+    derived,
+    duration,
+    integer,
+    keys,
+    names,
+    number,
+    optional,
+    options_of,
+    path,
+    read_options,
+    subset,
+    text,
+)
 
 Environment = Literal["development", "production"]
+ENVIRONMENTS: tuple[Environment, ...] = ("development", "production")
 
 SECRETS_FILE = "secrets.json"
 
@@ -27,133 +45,152 @@ class ConfigError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    port: int = 8080
-    host: str = "0.0.0.0"  # noqa: S104 - a service listens on every interface by default
-    database_url: str | None = None
-    data_dir: Path = Path(".data")
-    environment: Environment = "development"
-    jwt_secret: str = ""
-    jwt_issuer: str | None = None
-    jwt_audience: str | None = None
-    api_key_hmac_secret: bytes = b""
-    encryption_key: bytes = b""
-    encryption_keys_previous: tuple[bytes, ...] = ()
-    rate_limit_max: int = 100
-    rate_limit_window_seconds: int = 60
-    redis_url: str | None = None
+    """The service's settings. Each field the environment sets is declared once, here, by
+    its kind (service/settings/table.py): environment name, default, bounds, secret."""
+
+    port: int = integer("PORT", 8080, 0, 65535)
+    host: str = text("HOST", "0.0.0.0")  # noqa: S104 - a service listens on every interface
+    database_url: str | None = optional("DATABASE_URL", secret=True)  # may carry a password
+    data_dir: Path = path("DATA_DIR", ".data")
+    environment: Environment = choice("SERVICE_ENV", ENVIRONMENTS, "development")
+    # The three secrets: from the environment, else (development only) DATA_DIR.
+    jwt_secret: str = derived("JWT_SECRET", "", secret=True)
+    jwt_issuer: str | None = optional("JWT_ISSUER")
+    jwt_audience: str | None = optional("JWT_AUDIENCE")
+    api_key_hmac_secret: bytes = derived("SERVICE_API_KEY_HMAC_SECRET", b"", secret=True)
+    encryption_key: bytes = derived("SERVICE_ENCRYPTION_KEY", b"", secret=True)
+    encryption_keys_previous: tuple[bytes, ...] = keys("SERVICE_ENCRYPTION_KEY_PREVIOUS")
+    rate_limit_max: int = integer("RATE_LIMIT_MAX", 100, 1, 100_000)
+    rate_limit_window_seconds: int = duration("RATE_LIMIT_WINDOW", "1 minute")
+    redis_url: str | None = optional("REDIS_URL", secret=True)  # may carry a password
     # Peers whose X-Forwarded-For names the client (service/http/middlewares/clients.py).
-    trusted_proxies: tuple[IPNetwork, ...] = ()
+    trusted_proxies: tuple[IPNetwork, ...] = cidrs("TRUSTED_PROXIES")
     # Which API-key environments authenticate here: a live-only deployment refuses
     # sk_test_ keys outright. Production defaults to live only, development to both.
-    api_key_environments: tuple[str, ...] = ("live", "test")
+    api_key_environments: tuple[str, ...] = subset(
+        "API_KEY_ENVIRONMENTS", ("live", "test"), ("live", "test"), production=("live",)
+    )
     # Every Redis key starts with this, so several deployments (or test runs) can share
     # one Redis without colliding.
-    redis_key_prefix: str = "tenant-service:"
-    webhook_max_attempts: int = 6
-    webhook_retry_base_seconds: float = 10.0
-    webhook_retry_max_seconds: float = 3600.0
-    webhook_timeout_seconds: float = 10.0
-    webhook_allow_http: bool = False
-    webhook_allowed_private_cidrs: tuple[IPNetwork, ...] = ()
+    redis_key_prefix: str = text("REDIS_KEY_PREFIX", "tenant-service:")
+    webhook_max_attempts: int = integer("WEBHOOK_MAX_ATTEMPTS", 6, 1, 100)
+    webhook_retry_base_seconds: float = number("WEBHOOK_RETRY_BASE_SECONDS", 10.0, 0.0, 86400)
+    webhook_retry_max_seconds: float = number("WEBHOOK_RETRY_MAX_SECONDS", 3600.0, 0.0, 604800)
+    webhook_timeout_seconds: float = number("WEBHOOK_TIMEOUT_SECONDS", 10.0, 0.1, 300)
+    webhook_allow_http: bool = boolean("WEBHOOK_ALLOW_HTTP", False)
+    webhook_allowed_private_cidrs: tuple[IPNetwork, ...] = cidrs("WEBHOOK_ALLOWED_PRIVATE_CIDRS")
     # Delivery attempts one process runs at once (0: this process delivers nothing).
-    webhook_concurrency: int = 16
+    webhook_concurrency: int = integer("WEBHOOK_CONCURRENCY", 16, 0, 1000)
     # An endpoint failing without a success this long, or with this many dead letters
     # since its last success (0: never by count), is disabled (docs/decisions/webhooks.md).
-    webhook_disable_after_seconds: int = 5 * 86400
-    webhook_disable_after_dead_letters: int = 100
+    webhook_disable_after_seconds: int = integer(
+        "WEBHOOK_DISABLE_AFTER_SECONDS", 5 * 86400, 1, 10 * 365 * 86400
+    )
+    webhook_disable_after_dead_letters: int = integer(
+        "WEBHOOK_DISABLE_AFTER_DEAD_LETTERS", 100, 0, 1_000_000
+    )
     # How often each process looks for expired entries and due change requests
     # (0: this process runs none of that scheduled work).
-    scheduler_poll_seconds: float = 5.0
+    scheduler_poll_seconds: float = number("SCHEDULER_POLL_SECONDS", 5.0, 0.0, 3600)
     # Approvals a change request needs before it applies.
-    change_request_approvals: int = 1
+    change_request_approvals: int = integer("CHANGE_REQUEST_APPROVALS", 1, 1, 10)
     # A scheduled apply missed by more than this (service down) fails instead of running.
-    change_request_apply_grace_seconds: int = 3600
-    max_body_bytes: int = 1_048_576
-    max_tenant_depth: int = 32
-    regions: tuple[str, ...] = ("default",)
-    default_region: str = "default"
-    audit_log_retention_days: int = 365
-    delivery_retention_days: int = 30
-    consent_retention_days: int = 730
-    archived_tenant_retention_days: int = 0
+    change_request_apply_grace_seconds: int = duration("CHANGE_REQUEST_APPLY_GRACE", "1 hour")
+    max_body_bytes: int = integer("MAX_BODY_BYTES", 1_048_576, 1024, 1 << 30)
+    max_tenant_depth: int = integer("MAX_TENANT_DEPTH", 32, 1, 1000)
+    regions: tuple[str, ...] = names("SERVICE_REGIONS", "default")
+    # Default: the first of SERVICE_REGIONS.
+    default_region: str = derived("DEFAULT_REGION", "default")
+    audit_log_retention_days: int = integer("AUDIT_LOG_RETENTION_DAYS", 365, 0, 36500)
+    delivery_retention_days: int = integer("DELIVERY_RETENTION_DAYS", 30, 0, 36500)
+    consent_retention_days: int = integer("CONSENT_RETENTION_DAYS", 730, 0, 36500)
+    archived_tenant_retention_days: int = integer("ARCHIVED_TENANT_RETENTION_DAYS", 0, 0, 36500)
     # The revision log (docs/context-delivery.md): how long a stream position can be
     # resumed exactly (0: forever).
-    revision_retention_days: int = 7
+    revision_retention_days: int = integer("REVISION_RETENTION_DAYS", 7, 0, 36500)
     # The history of the resolved view (docs/history.md): how far back as-of reads,
     # diffs and reverts reach (0: forever).
-    history_retention_days: int = 90
+    history_retention_days: int = integer("HISTORY_RETENTION_DAYS", 90, 0, 36500)
     # Streams of context changes at once, per process and per caller (429 past the
     # caller's share, 503 when the process is full), and the heartbeat of an idle one.
-    context_streams_per_process: int = 2000
-    context_streams_per_caller: int = 50
-    context_stream_heartbeat_seconds: float = 15.0
+    context_streams_per_process: int = integer("CONTEXT_STREAMS_PER_PROCESS", 2000, 1, 1_000_000)
+    context_streams_per_caller: int = integer("CONTEXT_STREAMS_PER_CALLER", 50, 1, 1_000_000)
+    context_stream_heartbeat_seconds: float = number(
+        "CONTEXT_STREAM_HEARTBEAT_SECONDS", 15.0, 0.05, 3600
+    )
     # A stream ends after this long (the client resumes with Last-Event-ID): connections
     # spread over processes again, and none outlives a deploy by much.
-    context_stream_max_seconds: float = 3600.0
-    db_pool_min_size: int = 2
-    db_pool_max_size: int = 10
+    context_stream_max_seconds: float = number("CONTEXT_STREAM_MAX_SECONDS", 3600.0, 0.1, 7 * 86400)
+    db_pool_min_size: int = integer("DB_POOL_MIN_SIZE", 2, 0, 1000)
+    db_pool_max_size: int = integer("DB_POOL_MAX_SIZE", 10, 1, 1000)
     # Rendered tenants and contexts kept per process (service/caches/read_cache.py);
     # 0 turns the cache off.
-    read_cache_size: int = 20_000
+    read_cache_size: int = integer("READ_CACHE_SIZE", 20_000, 0, 10_000_000)
     # Heavy tree reads (whole descendants lists) at once, per process and per caller:
     # beyond the caller's share 429, no process slot within the wait 503
     # (service/http/heavy_reads.py).
-    heavy_reads_per_process: int = 4
-    heavy_reads_per_caller: int = 2
-    heavy_read_wait_seconds: float = 1.0
+    heavy_reads_per_process: int = integer("HEAVY_READS_PER_PROCESS", 4, 1, 1000)
+    heavy_reads_per_caller: int = integer("HEAVY_READS_PER_CALLER", 2, 1, 1000)
+    heavy_read_wait_seconds: float = number("HEAVY_READ_WAIT_SECONDS", 1.0, 0.0, 60)
     # A whole list of more than this many tenants is heavy; smaller ones take no slot.
-    heavy_read_rows: int = 1000
-    db_acquire_timeout_seconds: float = 5.0
-    db_statement_timeout_ms: int = 30_000
-    log_level: str = "info"
+    heavy_read_rows: int = integer("HEAVY_READ_ROWS", 1000, 1, 100_000)
+    db_acquire_timeout_seconds: float = number("DB_ACQUIRE_TIMEOUT_SECONDS", 5.0, 0.1, 300)
+    db_statement_timeout_ms: int = integer("DB_STATEMENT_TIMEOUT_MS", 30_000, 0, 3_600_000)
+    log_level: str = choice("LOG_LEVEL", ("debug", "info", "warning", "error"), "info", lower=True)
     # SIGTERM: in-flight requests get this long to finish before they are cancelled.
-    shutdown_timeout_seconds: float = 30.0
+    shutdown_timeout_seconds: float = number("SHUTDOWN_TIMEOUT_SECONDS", 30.0, 0.0, 3600)
     # Processes `serve` runs on the port (SO_REUSEPORT); --workers overrides it.
-    workers: int = 1
+    workers: int = integer("WORKERS", 1, 1, 64)
     # /metrics: its own listener (0: none) on METRICS_HOST, and/or a bearer token that
     # opens GET /metrics on the main port (unset: 404 there).
-    metrics_port: int = 0
-    metrics_host: str = "127.0.0.1"
-    metrics_token: str | None = None
+    metrics_port: int = integer("METRICS_PORT", 0, 0, 65535)
+    metrics_host: str = text("METRICS_HOST", "127.0.0.1")
+    metrics_token: str | None = optional("METRICS_TOKEN", secret=True)
     # A request's head must arrive within this long, its body within the second.
-    header_timeout_seconds: float = 10.0
-    body_timeout_seconds: float = 60.0
+    header_timeout_seconds: float = number("HEADER_TIMEOUT_SECONDS", 10.0, 0.1, 3600)
+    body_timeout_seconds: float = number("BODY_TIMEOUT_SECONDS", 60.0, 0.1, 3600)
     # Names of secrets that came from DATA_DIR rather than the environment (for a warning).
-    generated_secrets: tuple[str, ...] = field(default=())
-    # --- Tokens from an OpenID Connect provider (docs/identity.md) ---
-    jwt_jwks_url: str | None = None
-    oidc_issuer: str | None = None
-    jwt_algorithms: tuple[str, ...] = ("HS256",)
-    jwt_scopes_claim: str | None = None
+    generated_secrets: tuple[str, ...] = ()
+    # --- Tokens from an OpenID Connect provider (docs/identity.md, identity.py) ---
+    jwt_jwks_url: str | None = optional("JWT_JWKS_URL")
+    oidc_issuer: str | None = optional("OIDC_ISSUER")
+    # Default: HS256, with a provider PROVIDER_DEFAULT_ALGORITHMS.
+    jwt_algorithms: tuple[str, ...] = derived("JWT_ALGORITHMS", ("HS256",))
+    jwt_scopes_claim: str | None = optional("JWT_SCOPES_CLAIM")
     # Provider scope name -> read/write/admin.
-    jwt_scope_map: tuple[tuple[str, str], ...] = ()
-    jwt_tenant_claim: str = "tenant_id"
+    jwt_scope_map: tuple[tuple[str, str], ...] = derived("JWT_SCOPE_MAP", ())
+    jwt_tenant_claim: str = text("JWT_TENANT_CLAIM", "tenant_id")
     # A provider's token must name a tenant (on in production): none reaches every tenant.
-    jwt_require_tenant_claim: bool = False
+    jwt_require_tenant_claim: bool = boolean("JWT_REQUIRE_TENANT_CLAIM", False, production=True)
     # A provider without JWT_AUDIENCE: its tokens for any application are accepted.
-    jwt_allow_any_audience: bool = False
-    jwks_cache_seconds: int = 300
+    jwt_allow_any_audience: bool = boolean("JWT_ALLOW_ANY_AUDIENCE", False)
+    jwks_cache_seconds: int = duration("JWT_JWKS_CACHE_TTL", "5 minutes")
     # How long the last key set keeps serving while the provider cannot be reached.
-    jwks_max_stale_seconds: int = 3600
-    jwks_timeout_seconds: float = 5.0
-    # --- Replicas, PgBouncer, the direct connection (docs/scaling.md) ---
-    database_replica_urls: tuple[str, ...] = ()
-    database_replica_max_lag_seconds: float = 5.0
-    database_replica_check_seconds: float = 1.0
+    jwks_max_stale_seconds: int = duration("JWT_JWKS_MAX_STALE", "1 hour")
+    jwks_timeout_seconds: float = number("JWT_JWKS_TIMEOUT_SECONDS", 5.0, 0.1, 60)
+    # --- Replicas, PgBouncer, the direct connection (docs/scaling.md, database.py) ---
+    database_replica_urls: tuple[str, ...] = names("DATABASE_REPLICA_URLS", "", secret=True)
+    database_replica_max_lag_seconds: float = number(
+        "DATABASE_REPLICA_MAX_LAG_SECONDS", 5.0, 0.0, 86400
+    )
+    database_replica_check_seconds: float = number("DATABASE_REPLICA_CHECK_SECONDS", 1.0, 0.05, 60)
     # LISTEN and migrations need a session of their own: never through PgBouncer.
-    database_listen_url: str | None = None
-    database_pgbouncer: bool = False
-    database_statement_cache_size: int = DEFAULT_STATEMENT_CACHE_SIZE
+    database_listen_url: str | None = optional("DATABASE_LISTEN_URL", secret=True)
+    database_pgbouncer: bool = boolean("DATABASE_PGBOUNCER", False)
+    # 0 by default with DATABASE_PGBOUNCER (database.py says why).
+    database_statement_cache_size: int = derived(
+        "DATABASE_STATEMENT_CACHE_SIZE", DEFAULT_STATEMENT_CACHE_SIZE, low=0, high=100_000
+    )
     # A statement waits this long for a row lock, then the request answers 503: shorter
     # than the acquire timeout, so writes queued on one locked row give their pooled
     # connections back before other requests time out waiting for one (0: no limit).
-    db_lock_timeout_ms: int = 2000
+    db_lock_timeout_ms: int = integer("DB_LOCK_TIMEOUT_MS", 2000, 0, 3_600_000)
     # Writes to one resource (the id in the path) at once per process; more wait outside
     # the pool up to DB_ACQUIRE_TIMEOUT_SECONDS, then 503 (service/http/middlewares/bulkheads.py).
-    db_writes_per_resource: int = 2
+    db_writes_per_resource: int = integer("DB_WRITES_PER_RESOURCE", 2, 1, 1000)
     # TCP keepalives and TCP_USER_TIMEOUT on database connections: a server host that
     # vanished without closing them is given up on within about this long (0: off).
-    db_dead_connection_seconds: float = 10.0
+    db_dead_connection_seconds: float = number("DB_DEAD_CONNECTION_SECONDS", 10.0, 0, 3600)
 
     @property
     def direct_database_url(self) -> str | None:
@@ -176,101 +213,23 @@ class Settings:
         """
         source = dict(os.environ if env is None else env)
         reader = EnvironmentReader(source)
-        environment = reader.choice("SERVICE_ENV", ("development", "production"), "development")
-        data_dir = Path(reader.text("DATA_DIR", ".data"))
-        regions = tuple(r.strip() for r in reader.text("SERVICE_REGIONS", "default").split(","))
-        regions = tuple(r for r in regions if r)
-        default_region = reader.text("DEFAULT_REGION", regions[0] if regions else "default")
+        table = options_of(cls)
+        environment = table["environment"].read(reader)
+        values = read_options(
+            reader,
+            {name: option for name, option in table.items() if name != "environment"},
+            production=environment == "production",
+        )
+        settings = cls(environment=environment, **values)  # type: ignore[arg-type]
+        regions = settings.regions
+        default_region = reader.text(
+            table["default_region"].env, regions[0] if regions else table["default_region"].default
+        )
         if not regions:
             reader.errors.append("SERVICE_REGIONS must name at least one region")
         elif default_region not in regions:
             reader.errors.append(f"DEFAULT_REGION {default_region!r} is not in SERVICE_REGIONS")
-
-        settings = cls(
-            port=reader.integer("PORT", 8080, 0, 65535),
-            host=reader.text("HOST", "0.0.0.0"),  # noqa: S104
-            database_url=reader.optional("DATABASE_URL"),
-            data_dir=data_dir,
-            environment=environment,  # type: ignore[arg-type]
-            jwt_issuer=reader.optional("JWT_ISSUER"),
-            jwt_audience=reader.optional("JWT_AUDIENCE"),
-            encryption_keys_previous=reader.previous_keys("SERVICE_ENCRYPTION_KEY_PREVIOUS"),
-            rate_limit_max=reader.integer("RATE_LIMIT_MAX", 100, 1, 100_000),
-            rate_limit_window_seconds=reader.duration("RATE_LIMIT_WINDOW", "1 minute"),
-            redis_url=reader.optional("REDIS_URL"),
-            trusted_proxies=reader.cidrs("TRUSTED_PROXIES"),
-            api_key_environments=reader.subset(
-                "API_KEY_ENVIRONMENTS",
-                ("live", "test"),
-                ("live",) if environment == "production" else ("live", "test"),
-            ),
-            redis_key_prefix=reader.text("REDIS_KEY_PREFIX", "tenant-service:"),
-            webhook_max_attempts=reader.integer("WEBHOOK_MAX_ATTEMPTS", 6, 1, 100),
-            webhook_retry_base_seconds=reader.number(
-                "WEBHOOK_RETRY_BASE_SECONDS", 10.0, 0.0, 86400
-            ),
-            webhook_retry_max_seconds=reader.number(
-                "WEBHOOK_RETRY_MAX_SECONDS", 3600.0, 0.0, 604800
-            ),
-            webhook_timeout_seconds=reader.number("WEBHOOK_TIMEOUT_SECONDS", 10.0, 0.1, 300),
-            webhook_allow_http=reader.boolean("WEBHOOK_ALLOW_HTTP", False),
-            webhook_allowed_private_cidrs=reader.cidrs("WEBHOOK_ALLOWED_PRIVATE_CIDRS"),
-            webhook_concurrency=reader.integer("WEBHOOK_CONCURRENCY", 16, 0, 1000),
-            scheduler_poll_seconds=reader.number("SCHEDULER_POLL_SECONDS", 5.0, 0.0, 3600),
-            change_request_approvals=reader.integer("CHANGE_REQUEST_APPROVALS", 1, 1, 10),
-            change_request_apply_grace_seconds=reader.duration(
-                "CHANGE_REQUEST_APPLY_GRACE", "1 hour"
-            ),
-            webhook_disable_after_seconds=reader.integer(
-                "WEBHOOK_DISABLE_AFTER_SECONDS", 5 * 86400, 1, 10 * 365 * 86400
-            ),
-            webhook_disable_after_dead_letters=reader.integer(
-                "WEBHOOK_DISABLE_AFTER_DEAD_LETTERS", 100, 0, 1_000_000
-            ),
-            max_body_bytes=reader.integer("MAX_BODY_BYTES", 1_048_576, 1024, 1 << 30),
-            max_tenant_depth=reader.integer("MAX_TENANT_DEPTH", 32, 1, 1000),
-            regions=regions,
-            default_region=default_region,
-            audit_log_retention_days=reader.integer("AUDIT_LOG_RETENTION_DAYS", 365, 0, 36500),
-            delivery_retention_days=reader.integer("DELIVERY_RETENTION_DAYS", 30, 0, 36500),
-            consent_retention_days=reader.integer("CONSENT_RETENTION_DAYS", 730, 0, 36500),
-            archived_tenant_retention_days=reader.integer(
-                "ARCHIVED_TENANT_RETENTION_DAYS", 0, 0, 36500
-            ),
-            revision_retention_days=reader.integer("REVISION_RETENTION_DAYS", 7, 0, 36500),
-            history_retention_days=reader.integer("HISTORY_RETENTION_DAYS", 90, 0, 36500),
-            context_streams_per_process=reader.integer(
-                "CONTEXT_STREAMS_PER_PROCESS", 2000, 1, 1_000_000
-            ),
-            context_streams_per_caller=reader.integer(
-                "CONTEXT_STREAMS_PER_CALLER", 50, 1, 1_000_000
-            ),
-            context_stream_heartbeat_seconds=reader.number(
-                "CONTEXT_STREAM_HEARTBEAT_SECONDS", 15.0, 0.05, 3600
-            ),
-            context_stream_max_seconds=reader.number(
-                "CONTEXT_STREAM_MAX_SECONDS", 3600.0, 0.1, 7 * 86400
-            ),
-            db_pool_min_size=reader.integer("DB_POOL_MIN_SIZE", 2, 0, 1000),
-            db_pool_max_size=reader.integer("DB_POOL_MAX_SIZE", 10, 1, 1000),
-            read_cache_size=reader.integer("READ_CACHE_SIZE", 20_000, 0, 10_000_000),
-            heavy_reads_per_process=reader.integer("HEAVY_READS_PER_PROCESS", 4, 1, 1000),
-            heavy_reads_per_caller=reader.integer("HEAVY_READS_PER_CALLER", 2, 1, 1000),
-            heavy_read_wait_seconds=reader.number("HEAVY_READ_WAIT_SECONDS", 1.0, 0.0, 60),
-            heavy_read_rows=reader.integer("HEAVY_READ_ROWS", 1000, 1, 100_000),
-            db_acquire_timeout_seconds=reader.number("DB_ACQUIRE_TIMEOUT_SECONDS", 5.0, 0.1, 300),
-            db_statement_timeout_ms=reader.integer("DB_STATEMENT_TIMEOUT_MS", 30_000, 0, 3_600_000),
-            shutdown_timeout_seconds=reader.number("SHUTDOWN_TIMEOUT_SECONDS", 30.0, 0.0, 3600),
-            workers=reader.integer("WORKERS", 1, 1, 64),
-            metrics_port=reader.integer("METRICS_PORT", 0, 0, 65535),
-            metrics_host=reader.text("METRICS_HOST", "127.0.0.1"),
-            metrics_token=reader.optional("METRICS_TOKEN"),
-            header_timeout_seconds=reader.number("HEADER_TIMEOUT_SECONDS", 10.0, 0.1, 3600),
-            body_timeout_seconds=reader.number("BODY_TIMEOUT_SECONDS", 60.0, 0.1, 3600),
-            log_level=reader.choice(
-                "LOG_LEVEL", ("debug", "info", "warning", "error"), "info", lower=True
-            ),
-        )
+        settings = replace(settings, default_region=default_region)
         token_weakness = weakness((settings.metrics_token or "").encode())
         if settings.metrics_token is not None and token_weakness is not None:
             reader.errors.append(
@@ -279,7 +238,7 @@ class Settings:
         if settings.db_pool_min_size > settings.db_pool_max_size:
             reader.errors.append("DB_POOL_MIN_SIZE must not exceed DB_POOL_MAX_SIZE")
         settings = replace(settings, **identity_settings(reader, settings))  # type: ignore[arg-type]
-        settings = replace(settings, **database_settings(reader))  # type: ignore[arg-type]
+        settings = replace(settings, **database_settings(reader, settings))  # type: ignore[arg-type]
         secrets_ = _resolve_secrets(source, settings, reader)
         if reader.errors:
             raise ConfigError("invalid configuration: " + "; ".join(reader.errors))
@@ -289,9 +248,10 @@ class Settings:
 def _resolve_secrets(
     source: Mapping[str, str], settings: Settings, reader: EnvironmentReader
 ) -> dict[str, object]:
-    jwt_secret = source.get("JWT_SECRET", "")
-    hmac_secret = source.get("SERVICE_API_KEY_HMAC_SECRET", "")
-    enc_text = source.get("SERVICE_ENCRYPTION_KEY", "")
+    table = options_of(Settings)
+    jwt_secret = source.get(table["jwt_secret"].env, "")
+    hmac_secret = source.get(table["api_key_hmac_secret"].env, "")
+    enc_text = source.get(table["encryption_key"].env, "")
     enc_key = b""
     if enc_text:
         try:
@@ -355,10 +315,14 @@ def listen_address(env: Mapping[str, str]) -> tuple[str, int, int] | None:
     can find a taken port before anything is written (DATA_DIR/secrets.json); None when
     they are invalid (Settings.from_env then says why)."""
     reader = EnvironmentReader(env)
-    host = reader.text("HOST", "0.0.0.0")  # noqa: S104
-    port = reader.integer("PORT", 8080, 0, 65535)
-    workers = reader.integer("WORKERS", 1, 1, 64)
-    return None if reader.errors else (host, port, workers)
+    table = options_of(Settings)
+    values = read_options(
+        reader, {n: table[n] for n in ("host", "port", "workers")}, production=False
+    )
+    if reader.errors:
+        return None
+    read = Settings(**values)  # type: ignore[arg-type]
+    return read.host, read.port, read.workers
 
 
 def _development_secrets(data_dir: Path) -> dict[str, str]:
