@@ -6,13 +6,16 @@ from __future__ import annotations
 import base64
 import binascii
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from service.base.durations import InvalidDuration, parse_duration
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
+_N = TypeVar("_N", int, float)
+_E = TypeVar("_E")
 
 
 def decode_encryption_key(text: str) -> bytes:
@@ -42,27 +45,21 @@ class EnvironmentReader:
         return value or None
 
     def integer(self, name: str, default: int, low: int, high: int) -> int:
-        raw = self.source.get(name, "").strip()
-        if not raw:
-            return default
-        try:
-            value = int(raw)
-        except ValueError:
-            self.errors.append(f"{name} must be an integer, got {raw!r}")
-            return default
-        if not low <= value <= high:
-            self.errors.append(f"{name} must be between {low} and {high}")
-            return default
-        return value
+        return self._bounded(name, default, low, high, int, "an integer")
 
     def number(self, name: str, default: float, low: float, high: float) -> float:
+        return self._bounded(name, default, low, high, float, "a number")
+
+    def _bounded(
+        self, name: str, default: _N, low: _N, high: _N, parse: Callable[[str], _N], what: str
+    ) -> _N:
         raw = self.source.get(name, "").strip()
         if not raw:
             return default
         try:
-            value = float(raw)
+            value = parse(raw)
         except ValueError:
-            self.errors.append(f"{name} must be a number, got {raw!r}")
+            self.errors.append(f"{name} must be {what}, got {raw!r}")
             return default
         if not low <= value <= high:
             self.errors.append(f"{name} must be between {low} and {high}")
@@ -112,23 +109,29 @@ class EnvironmentReader:
             return parse_duration(default)
 
     def cidrs(self, name: str) -> tuple[IPNetwork, ...]:
-        networks: list[IPNetwork] = []
-        for part in self.text(name, "").split(","):
-            if not part.strip():
-                continue
-            try:
-                networks.append(ipaddress.ip_network(part.strip(), strict=False))
-            except ValueError:
-                self.errors.append(f"{name}: {part.strip()!r} is not a CIDR")
-        return tuple(networks)
+        return self._entries(
+            name,
+            lambda part: ipaddress.ip_network(part, strict=False),
+            lambda part, _exc: f"{part!r} is not a CIDR",
+        )
 
     def previous_keys(self, name: str) -> tuple[bytes, ...]:
-        keys: list[bytes] = []
+        return self._entries(name, decode_encryption_key, lambda _part, exc: f"an entry {exc}")
+
+    def _entries(
+        self,
+        name: str,
+        parse: Callable[[str], _E],
+        problem: Callable[[str, ValueError], str],
+    ) -> tuple[_E, ...]:
+        """A comma-separated list, each entry parsed; an entry that does not parse is an
+        error (`NAME: <problem>`) and left out."""
+        entries: list[_E] = []
         for part in self.text(name, "").split(","):
             if not part.strip():
                 continue
             try:
-                keys.append(decode_encryption_key(part))
+                entries.append(parse(part.strip()))
             except ValueError as exc:
-                self.errors.append(f"{name}: an entry {exc}")
-        return tuple(keys)
+                self.errors.append(f"{name}: {problem(part.strip(), exc)}")
+        return tuple(entries)

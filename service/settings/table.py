@@ -24,7 +24,6 @@ Kind = Literal[
 ]  # fmt: skip
 _S = TypeVar("_S", bound=str)
 _T = TypeVar("_T")
-_METADATA_KEY = "option"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +74,13 @@ class Option:
         raise TypeError(f"{self.env} is read by Settings.from_env's own code ({self.kind})")
 
 
-def split_names(text: str) -> tuple[str, ...]:
+def split_names(value: str) -> tuple[str, ...]:
     """A comma-separated list, each part stripped, empty parts dropped."""
-    return tuple(part.strip() for part in text.split(",") if part.strip())
+    return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
+# The key of a declared field's metadata that holds its Option.
+_METADATA_KEY = "option"
 
 
 def _declare(value: _T, option: Option) -> _T:
