@@ -21,6 +21,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from uuid import UUID
 
+from service.caches.listened import ListenedCache
 from service.repositories.api_keys import KeyCredentials
 
 MAX_ENTRIES = 10_000
@@ -36,25 +37,15 @@ class _Entry:
     stored_at: float
 
 
-class KeyCache:
+class KeyCache(ListenedCache):
     def __init__(self, *, max_entries: int = MAX_ENTRIES, max_age: float = MAX_AGE_SECONDS):
+        super().__init__()
         self.max_entries = max_entries
         self.max_age = max_age
         self._entries: OrderedDict[bytes, _Entry] = OrderedDict()
         self._hash_by_id: dict[UUID, bytes] = {}
-        self._generation = 0
         # (generation, "key" | "role" | "all", id) of recent drops, oldest first.
         self._drops: deque[tuple[int, str, UUID | None]] = deque(maxlen=REMEMBERED_DROPS)
-        self._enabled = False
-
-    @property
-    def enabled(self) -> bool:
-        return self._enabled
-
-    @property
-    def generation(self) -> int:
-        """Take this before a lookup and hand it to put()."""
-        return self._generation
 
     def __len__(self) -> int:
         return len(self._entries)

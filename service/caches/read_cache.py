@@ -46,6 +46,7 @@ import asyncpg
 
 from service.base.etags import Rendered
 from service.caches.announcements import EVERYTHING, Change, Kind, Marker, parse, path_ids
+from service.caches.listened import ListenedCache
 from service.db.consistency import required_position
 
 DEFAULT_MAX_ENTRIES = 20_000
@@ -88,18 +89,17 @@ class CachedRead:
     rendered: Rendered
 
 
-class ReadCache:
+class ReadCache(ListenedCache):
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
+        super().__init__()
         self.max_entries = max_entries
         self._entries: OrderedDict[Key, CachedRead] = OrderedDict()
         # Ancestor id -> the entries whose path holds it (their own id included), so
         # "this tenant and everything below it" is a dictionary lookup.
         self._below: dict[str, set[Key]] = {}
-        self._generation = 0
         # The most recent changes, numbered by the generation they started.
         self._changes: deque[_Recorded] = deque(maxlen=RECENT_CHANGES)
         self._markers: dict[str, asyncio.Future[None]] = {}
-        self._enabled = False
         # Primary positions: every change numbered up to _positioned_through has one;
         # _highest is the highest of them, forgotten changes included, and _forgotten
         # the highest of the changes that fell out of _changes (_forgotten_through their
@@ -116,15 +116,6 @@ class ReadCache:
         self._revision = 0
         self._revised = asyncio.Event()
         self._revision_source: RevisionSource | None = None
-
-    @property
-    def enabled(self) -> bool:
-        return self._enabled
-
-    @property
-    def generation(self) -> int:
-        """Take this before reading the database and hand it to put()."""
-        return self._generation
 
     @property
     def positioned_all(self) -> bool:

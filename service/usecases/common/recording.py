@@ -52,23 +52,29 @@ class Owned(Protocol):
     def tenant_id(self) -> UUID | None: ...
 
 
-def owned_audit(
-    action: str, resource_type: str, resource: Owned, changes: dict[str, Any] | None
-) -> AuditRecord:
-    """The audit entry of a change to `resource`, under its owner."""
-    return AuditRecord(
-        action=action,
-        resource_type=resource_type,
-        resource_id=resource.id,
-        tenant_id=resource.tenant_id,
-        changes=changes,
-    )
-
-
 class ChangeRecorder:
     def __init__(self, outbox: OutboxRepository, *, webhook_max_attempts: int = 6) -> None:
         self.outbox = outbox
         self.webhook_max_attempts = webhook_max_attempts
+
+    async def record_owned(
+        self,
+        conn: asyncpg.Connection,
+        actor: Actor,
+        action: str,
+        resource_type: str,
+        resource: Owned,
+        changes: dict[str, Any] | None,
+    ) -> None:
+        """The audit entry of a change to `resource`, under its owner (no event)."""
+        audit = AuditRecord(
+            action=action,
+            resource_type=resource_type,
+            resource_id=resource.id,
+            tenant_id=resource.tenant_id,
+            changes=changes,
+        )
+        await self.record(conn, actor, audit)
 
     async def record(
         self,

@@ -10,8 +10,9 @@ switched) is accepted and re-encrypted too, so a rotation can safely be run agai
 from __future__ import annotations
 
 import hmac
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from uuid import UUID
+from typing import TypeVar
 
 import asyncpg
 
@@ -38,6 +39,8 @@ from service.usecases.common.recording import AuditRecord
 
 log = get_logger("service.encryption_keys")
 BATCH_SIZE = 500
+R = TypeVar("R")  # a row whose ciphertexts are rewritten
+K = TypeVar("K")  # its key, in the order batches are read
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,79 +136,83 @@ class EncryptionKeyRotations:
         return _Keys(old, new)
 
     async def _rotate_config(self, conn: asyncpg.Connection, keys: _Keys) -> int:
-        count = 0
-        after: tuple[UUID, str] | None = None
-        while True:
-            rows = await self.repo.lock_sensitive_config_batch(conn, after, self.batch_size)
-            if not rows:
-                return count
-            rewritten: list[ConfigCiphertext] = []
-            for row in rows:
-                token = keys.reencrypt(
-                    row.encrypted_value,
-                    purpose=PURPOSE_CONFIG,
-                    aad=config_aad(row.tenant_id, row.key),
+        def rewrite(row: ConfigCiphertext) -> ConfigCiphertext:
+            token = keys.reencrypt(
+                row.encrypted_value, purpose=PURPOSE_CONFIG, aad=config_aad(row.tenant_id, row.key)
+            )
+            if token is None:
+                raise key_mismatch(
+                    f"old_key does not decrypt the sensitive config entry {row.key!r} of "
+                    f"tenant {row.tenant_id}; nothing was changed"
                 )
-                if token is None:
-                    raise key_mismatch(
-                        f"old_key does not decrypt the sensitive config entry {row.key!r} of "
-                        f"tenant {row.tenant_id}; nothing was changed"
-                    )
-                rewritten.append(ConfigCiphertext(row.tenant_id, row.key, token))
-            await self.repo.update_config_ciphertexts(conn, rewritten)
-            count += len(rows)
-            after = (rows[-1].tenant_id, rows[-1].key)
+            return ConfigCiphertext(row.tenant_id, row.key, token)
+
+        return await _in_keyset_batches(
+            lambda after: self.repo.lock_sensitive_config_batch(conn, after, self.batch_size),
+            rewrite,
+            lambda rewritten: self.repo.update_config_ciphertexts(conn, rewritten),
+            lambda row: (row.tenant_id, row.key),
+        )
 
     async def _rotate_webhooks(self, conn: asyncpg.Connection, keys: _Keys) -> int:
-        count = 0
-        after: UUID | None = None
-        while True:
-            rows = await self.repo.lock_webhook_secrets_batch(conn, after, self.batch_size)
-            if not rows:
-                return count
-            rewritten: list[WebhookCiphertexts] = []
-            for row in rows:
-                aad = webhook_aad(row.id)
-                secret = keys.reencrypt(
-                    row.encrypted_secret, purpose=PURPOSE_WEBHOOK_SECRET, aad=aad
+        def rewrite(row: WebhookCiphertexts) -> WebhookCiphertexts:
+            aad = webhook_aad(row.id)
+            secret = keys.reencrypt(row.encrypted_secret, purpose=PURPOSE_WEBHOOK_SECRET, aad=aad)
+            previous = (
+                None
+                if row.previous_encrypted_secret is None
+                else keys.reencrypt(
+                    row.previous_encrypted_secret, purpose=PURPOSE_WEBHOOK_SECRET, aad=aad
                 )
-                previous = (
-                    None
-                    if row.previous_encrypted_secret is None
-                    else keys.reencrypt(
-                        row.previous_encrypted_secret, purpose=PURPOSE_WEBHOOK_SECRET, aad=aad
-                    )
+            )
+            unreadable_previous = row.previous_encrypted_secret is not None and previous is None
+            if secret is None or unreadable_previous:
+                raise key_mismatch(
+                    f"old_key does not decrypt the secret of webhook {row.id}; nothing was changed"
                 )
-                unreadable_previous = row.previous_encrypted_secret is not None and previous is None
-                if secret is None or unreadable_previous:
-                    raise key_mismatch(
-                        f"old_key does not decrypt the secret of webhook {row.id}; "
-                        "nothing was changed"
-                    )
-                rewritten.append(WebhookCiphertexts(row.id, secret, previous))
-            await self.repo.update_webhook_ciphertexts(conn, rewritten)
-            count += len(rows)
-            after = rows[-1].id
+            return WebhookCiphertexts(row.id, secret, previous)
+
+        return await _in_keyset_batches(
+            lambda after: self.repo.lock_webhook_secrets_batch(conn, after, self.batch_size),
+            rewrite,
+            lambda rewritten: self.repo.update_webhook_ciphertexts(conn, rewritten),
+            lambda row: row.id,
+        )
 
     async def _rotate_idempotent_answers(self, conn: asyncpg.Connection, keys: _Keys) -> int:
         repo = self.deps.repos.idempotency
-        count = 0
-        after: UUID | None = None
-        while True:
-            rows = await repo.lock_idempotency_answers_batch(conn, after, self.batch_size)
-            if not rows:
-                return count
-            rewritten: list[AnswerCiphertext] = []
-            for row in rows:
-                token = keys.reencrypt(
-                    row.answer, purpose=PURPOSE_IDEMPOTENT_ANSWER, aad=idempotency_aad(row.key_hash)
+
+        def rewrite(row: AnswerCiphertext) -> AnswerCiphertext:
+            token = keys.reencrypt(
+                row.answer, purpose=PURPOSE_IDEMPOTENT_ANSWER, aad=idempotency_aad(row.key_hash)
+            )
+            if token is None:
+                raise key_mismatch(
+                    f"old_key does not decrypt the stored Idempotency-Key answer {row.id}; "
+                    "nothing was changed"
                 )
-                if token is None:
-                    raise key_mismatch(
-                        f"old_key does not decrypt the stored Idempotency-Key answer {row.id}; "
-                        "nothing was changed"
-                    )
-                rewritten.append(AnswerCiphertext(row.id, row.key_hash, token))
-            await repo.update_idempotency_answers(conn, rewritten)
-            count += len(rows)
-            after = rows[-1].id
+            return AnswerCiphertext(row.id, row.key_hash, token)
+
+        return await _in_keyset_batches(
+            lambda after: repo.lock_idempotency_answers_batch(conn, after, self.batch_size),
+            rewrite,
+            lambda rewritten: repo.update_idempotency_answers(conn, rewritten),
+            lambda row: row.id,
+        )
+
+
+async def _in_keyset_batches(
+    lock: Callable[[K | None], Awaitable[list[R]]],
+    rewrite: Callable[[R], R],
+    store: Callable[[list[R]], Awaitable[object]],
+    position: Callable[[R], K],
+) -> int:
+    """Rewrite rows a batch at a time in key order, each batch locked after the last one's
+    key, until none is left; how many were rewritten."""
+    count = 0
+    after: K | None = None
+    while rows := await lock(after):
+        await store([rewrite(row) for row in rows])
+        count += len(rows)
+        after = position(rows[-1])
+    return count

@@ -22,7 +22,6 @@ from service.base.timefmt import iso
 from service.repositories.api_keys import KeySettings, StoredKey
 from service.repositories.roles import RoleRow
 from service.schemas.api_keys import ApiKeyCreate, ApiKeyPatch
-from service.usecases.common.recording import owned_audit
 from service.usecases.keys.access import (
     KeyStoreChanges,
     change_then_forget,
@@ -281,16 +280,7 @@ class ApiKeyCommands(KeyStoreChanges):
         stored: StoredKey,
         changes: dict[str, Any],
     ) -> None:
-        await self.deps.recorder.record(
-            conn,
-            actor,
-            owned_audit(
-                action,
-                "api_key",
-                stored.key,
-                changes=changes,
-            ),
-        )
+        await self.deps.recorder.record_owned(conn, actor, action, "api_key", stored.key, changes)
 
 
 def _limits_of(stored: StoredKey) -> KeyLimits:

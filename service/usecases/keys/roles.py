@@ -15,7 +15,6 @@ from service.base.errors import ServiceError
 from service.base.ids import uuid7
 from service.repositories.roles import NewRole, RoleRow
 from service.schemas.api_keys import ListRolesQuery, RoleCreate, RolePatch
-from service.usecases.common.recording import owned_audit
 from service.usecases.common.tenant_access import visible
 from service.usecases.keys.access import (
     KeyStoreChanges,
@@ -166,13 +165,4 @@ class RoleManagement(KeyStoreChanges):
     async def _audit(
         self, conn: asyncpg.Connection, actor: Actor, action: str, role: RoleRow, changes: Any
     ) -> None:
-        await self.deps.recorder.record(
-            conn,
-            actor,
-            owned_audit(
-                action,
-                "role",
-                role,
-                changes=changes,
-            ),
-        )
+        await self.deps.recorder.record_owned(conn, actor, action, "role", role, changes)

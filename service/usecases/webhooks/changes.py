@@ -21,7 +21,6 @@ from service.base.timefmt import iso_or_none
 from service.repositories.webhooks import NewWebhook, WebhookRow, WebhookWrite
 from service.schemas.webhooks import SecretRotation, WebhookCreate, WebhookPatch, unique_events
 from service.usecases.common.deps import Deps
-from service.usecases.common.recording import owned_audit
 from service.usecases.common.tenant_access import visible_active
 from service.usecases.webhooks.access import unsafe_url, visible_webhook
 from service.views.base import SENSITIVE_MASK, document
@@ -64,16 +63,7 @@ class WebhookChanges:
     ) -> None:
         """The audit entry of a change to `webhook` (as it is after the change, or as it
         was before a delete)."""
-        await self.deps.recorder.record(
-            conn,
-            actor,
-            owned_audit(
-                action,
-                "webhook",
-                webhook,
-                changes=changes,
-            ),
-        )
+        await self.deps.recorder.record_owned(conn, actor, action, "webhook", webhook, changes)
 
     async def _check_url(self, url: str) -> None:
         try:

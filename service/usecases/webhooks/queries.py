@@ -13,7 +13,6 @@ from service.base.ids import uuid7
 from service.repositories.webhooks import WebhookRow
 from service.schemas.webhooks import TEST_EVENT, ListWebhooksQuery
 from service.usecases.common.deps import Deps
-from service.usecases.common.recording import owned_audit
 from service.usecases.common.tenant_access import visible
 from service.usecases.webhooks.access import unsafe_url, visible_webhook
 from service.views.base import document
@@ -86,15 +85,8 @@ class WebhookTesting:
         audited = {k: v for k, v in document(outcome).items() if k != "duration_ms"}
 
         async def work(conn: asyncpg.Connection) -> None:
-            await self.deps.recorder.record(
-                conn,
-                actor,
-                owned_audit(
-                    "webhook.tested",
-                    "webhook",
-                    webhook,
-                    changes={"result": audited},
-                ),
+            await self.deps.recorder.record_owned(
+                conn, actor, "webhook.tested", "webhook", webhook, {"result": audited}
             )
 
         await self.deps.db.transaction(work)
