@@ -169,13 +169,7 @@ class ReadCache(ListenedCache):
         position this process may not have heard)."""
         if not self._enabled or required_position() is not None:
             return None
-        entries = self._entries
-        found: dict[UUID, CachedRead] = {}
-        for tenant_id in tenant_ids:
-            entry = entries.get((kind, tenant_id))
-            if entry is not None:
-                entries.move_to_end((kind, tenant_id))
-                found[tenant_id] = entry
+        found = {t: entry for t in tenant_ids if (entry := self.get(kind, t)) is not None}
         return self._revision, found
 
     def get(self, kind: Kind, tenant_id: UUID) -> CachedRead | None:
