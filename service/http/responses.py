@@ -11,6 +11,7 @@ from aiohttp import web
 
 from service.base.errors import ServiceError
 from service.base.etags import Rendered, none_match
+from service.http.rendered_answers import RenderedAnswer
 from service.repositories.tenants import RawJsonPage
 from service.views.base import encode
 
@@ -45,6 +46,8 @@ def rendered_response(
         and none_match(client_copy, etag)
     ):
         return web.Response(status=304, headers={**(headers or {}), "ETag": etag})
+    if status == 200 and not headers:
+        return RenderedAnswer(rendered)
     # Content-Type among the headers: one multidict built at once.
     all_headers = {"Content-Type": "application/json", "ETag": etag}
     if headers:

@@ -77,6 +77,18 @@ class Decision(msgspec.Struct, frozen=True):
             headers["Retry-After"] = str(self.retry_after)
         return headers
 
+    def header_lines(self) -> str:
+        """headers() as the lines of an HTTP head, for an allowed request (the answers
+        of service/http/rendered_answers.py)."""
+        limit, policy = _limit_texts(self.limit, self.window_seconds)
+        remaining = self.remaining
+        reset = self.reset_seconds
+        return (
+            f"X-RateLimit-Limit: {limit}\r\nX-RateLimit-Remaining: {remaining}\r\n"
+            f"X-RateLimit-Reset: {reset}\r\nRateLimit-Policy: {policy}\r\n"
+            f'RateLimit: "{POLICY}";r={remaining};t={reset}\r\n'
+        )
+
 
 @functools.lru_cache(maxsize=1024)
 def _limit_texts(limit: int, window_seconds: int) -> tuple[str, str]:

@@ -30,13 +30,14 @@ from service.db.errors import service_unavailable
 from service.http.conventions import SERVER, compress_if_asked
 from service.http.middlewares.clients import client_address
 from service.http.middlewares.exchange import EXCHANGE, Exchange, answer_for, http_error
+from service.http.rendered_answers import RenderedAnswer
 from service.http.responses import error_response
 from service.http.routing import Endpoint, Handler
 from service.observability.logs import log_request_line, request_lines_wanted
 from service.observability.metrics import Metrics
 from service.settings.reader import IPNetwork
 
-_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 
 class Pipeline:
@@ -82,7 +83,7 @@ class Pipeline:
             started = time.perf_counter()
             headers = request.headers
             incoming = headers.get("X-Request-ID")
-            if incoming is not None and _REQUEST_ID.match(incoming):
+            if incoming is not None and _REQUEST_ID.fullmatch(incoming):
                 request_id = incoming
             else:
                 request_id = f"{id_prefix}{next(id_counter):016x}"
@@ -132,10 +133,20 @@ class Pipeline:
                     # Any other reset is the database's (a server dying mid-connect).
                     response = answer_for(exc, request, request_id)
             out = response.headers
-            if response.prepared:  # a streamed answer set its headers before its first byte
+            decision = exchange.rate_limit
+            if (
+                type(response) is RenderedAnswer
+                and credentialed
+                and decision is not None
+                and decision.allowed
+                and response.sendable_as_bytes(request)
+            ):
+                # Its head composed here as bytes (service/http/rendered_answers.py).
+                response.set_head(request_id, decision.header_lines())
+            elif response.prepared:  # a streamed answer set its headers before its first byte
                 out[hdrs.SERVER] = SERVER
+                compress_if_asked(request, response)
             else:
-                decision = exchange.rate_limit
                 fields = decision.headers() if decision is not None else {}
                 fields["X-Request-ID"] = request_id
                 fields[hdrs.SERVER] = SERVER
@@ -151,7 +162,7 @@ class Pipeline:
                     refused = challenge(response.status, headers)
                     if refused is not None:
                         out["WWW-Authenticate"] = refused
-            compress_if_asked(request, response)
+                compress_if_asked(request, response)
             elapsed = time.perf_counter() - started
             status = response.status
             metrics.observe(method, route, status, elapsed)
