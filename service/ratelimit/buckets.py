@@ -47,17 +47,28 @@ class Decision(msgspec.Struct, frozen=True):
     # times as much.
     @classmethod
     def from_tokens(cls, allowed: bool, tokens: float, limit: Limit) -> Decision:
-        tokens = max(0.0, min(float(limit.max), tokens))
-        remaining = math.floor(tokens)
-        next_token = 0.0 if remaining >= limit.max else (remaining + 1 - tokens) / limit.rate
-        reset = max(1, math.ceil(next_token - 1e-9)) if next_token > 0 else 0
+        # Made on every request: the arithmetic of refill and the headers written out
+        # with plain comparisons (min, max and math.floor cost as much again).
+        cap = limit.max
+        if tokens <= 0.0:
+            tokens = 0.0
+        elif tokens > cap:
+            tokens = float(cap)
+        remaining = int(tokens)  # floor: tokens is not negative here
+        if remaining >= cap:
+            reset = 0
+        else:
+            # Seconds to the next token: more than 0, as remaining + 1 > tokens.
+            reset = math.ceil((remaining + 1 - tokens) / limit.rate - 1e-9)
+            if reset < 1:
+                reset = 1
         return cls(
-            allowed=allowed,
-            limit=limit.max,
-            window_seconds=limit.window_seconds,
-            remaining=remaining,
-            reset_seconds=reset,
-            retry_after=0 if allowed else max(1, reset),
+            allowed,
+            cap,
+            limit.window_seconds,
+            remaining,
+            reset,
+            0 if allowed else (reset if reset > 1 else 1),
         )
 
     def headers(self) -> dict[str, str]:
@@ -97,10 +108,6 @@ def _limit_texts(limit: int, window_seconds: int) -> tuple[str, str]:
     return str(limit), f'"{POLICY}";q={limit};w={window_seconds}'
 
 
-def refill(tokens: float, elapsed: float, limit: Limit) -> float:
-    return min(float(limit.max), tokens + max(0.0, elapsed) * limit.rate)
-
-
 class LocalBuckets:
     """Buckets of this process. Least recently used ones are dropped past max_buckets
     (a dropped bucket comes back full, which only ever favours the caller)."""
@@ -116,7 +123,15 @@ class LocalBuckets:
         now = time.monotonic()
         state = self._state
         held = state.get(bucket)
-        tokens = float(limit.max) if held is None else refill(held[0], now - held[1], limit)
+        if held is None:
+            tokens = float(limit.max)
+        else:  # refilled for the time since: capacity at most
+            tokens = held[0]
+            elapsed = now - held[1]
+            if elapsed > 0.0:
+                tokens += elapsed * limit.rate
+            if tokens > limit.max:
+                tokens = float(limit.max)
         allowed = tokens >= 1.0 if cost == 0 else tokens >= cost
         if cost > 0:
             if allowed:
