@@ -115,3 +115,48 @@ def test_request_line_timestamps_are_structlogs() -> None:
         expected = datetime.fromtimestamp(now, UTC)
         written = datetime.fromisoformat(text.replace("Z", "+00:00"))
         assert abs((written - expected).total_seconds()) <= 2e-6
+
+
+def test_common_request_lines_are_the_same_bytes_as_the_general_ones() -> None:
+    """The request line written out directly (an id of letters and digits, no bound
+    context) is byte for byte what the general path (a dict through orjson) writes."""
+    import io
+    import random
+
+    import orjson
+
+    from service.observability.log_lines import LineWriter
+    from service.observability.logs import _RequestLines
+
+    lines = _RequestLines(LineWriter(io.StringIO()))
+    chooser = random.Random(7)
+    routes = [None, "/api/v1/tenants/{id}", "/api/v1/tenants/{id}/config/{key}", "/health"]
+    actors = [None, "01a21e0c-6ace-7396-a026-a1f5c59d74cc", 'user "1" \\ é \n', "sub|x"]
+    ids = ["44fb41cfadc507a00000000000000001", "abcXYZ09", "é1", "٣٣"]
+    for _ in range(2000):
+        record = (
+            chooser.choice(ids),
+            chooser.choice(["GET", "PUT", "DELETE", "OPTIONS"]),
+            chooser.choice(routes),
+            chooser.choice([200, 201, 304, 404, 429, 500]),
+            chooser.choice([0.0, 0.01, round(chooser.uniform(0, 5000), 2), 12345.67, 1e-05]),
+            chooser.choice(actors),
+            1_764_178_212 + chooser.random() * 100,
+            None,
+        )
+        fast = lines.render([record])
+        assert fast == lines.render([(*record[:-1], {})])  # an empty context: the general path
+        general = orjson.loads(fast)
+        request_id, method, route, status, duration_ms, actor_id, at, _ = record
+        assert general == {
+            "request_id": request_id,
+            "method": method,
+            "route": route,
+            "status": status,
+            "duration_ms": duration_ms,
+            "actor_id": actor_id,
+            "event": "request",
+            "level": "info",
+            "timestamp": lines.timestamp(at),
+            "pid": lines._pid,
+        }

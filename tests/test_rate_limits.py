@@ -6,6 +6,8 @@ test)."""
 from __future__ import annotations
 
 import asyncio
+import math
+import random
 import secrets
 
 import pytest
@@ -198,3 +200,43 @@ def test_reset_is_when_remaining_grows_and_agrees_with_retry_after() -> None:
         "RateLimit": '"default";r=0;t=5',
         "Retry-After": "5",
     }
+
+
+def _reference_decision(allowed: bool, tokens: float, limit: Limit) -> Decision:
+    """The bucket arithmetic as first written (min, max, floor), which from_tokens's
+    plain comparisons must agree with."""
+    tokens = max(0.0, min(float(limit.max), tokens))
+    remaining = math.floor(tokens)
+    next_token = 0.0 if remaining >= limit.max else (remaining + 1 - tokens) / limit.rate
+    reset = max(1, math.ceil(next_token - 1e-9)) if next_token > 0 else 0
+    return Decision(
+        allowed=allowed,
+        limit=limit.max,
+        window_seconds=limit.window_seconds,
+        remaining=remaining,
+        reset_seconds=reset,
+        retry_after=0 if allowed else max(1, reset),
+    )
+
+
+def test_decisions_agree_with_the_reference_arithmetic_and_their_headers() -> None:
+    chooser = random.Random(20261127)
+    for _ in range(20_000):
+        limit = Limit(
+            chooser.choice([1, 2, 3, 10, 60, 1000, 100_000]),
+            chooser.choice([1, 7, 60, 3600, 86400]),
+        )
+        tokens = chooser.choice(
+            [
+                chooser.uniform(-2.0, limit.max + 2.0),
+                float(chooser.randint(0, limit.max)),
+                limit.max - 1e-9,
+                chooser.randint(0, limit.max) + 1e-12,
+            ]
+        )
+        allowed = chooser.random() < 0.5
+        decision = Decision.from_tokens(allowed, tokens, limit)
+        assert decision == _reference_decision(allowed, tokens, limit), (allowed, tokens, limit)
+        if allowed:
+            lines = "".join(f"{name}: {value}\r\n" for name, value in decision.headers().items())
+            assert decision.header_lines() == lines
