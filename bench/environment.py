@@ -124,13 +124,14 @@ async def _size_shared_buffers(dsn: str) -> bool:
 
 def service_env(dsn: str, data_dir: Path, pool_size: int) -> dict[str, str]:
     """The service's environment for a benchmark: development secrets from data_dir,
-    warnings-only logs, and a rate limit no benchmark reaches (the limiter still runs)."""
+    logs at the service's default level (info: every request writes its access line, to
+    /dev/null here), and a rate limit no benchmark reaches (the limiter still runs)."""
     return {
         **os.environ,
         "DATABASE_URL": dsn,
         "DATA_DIR": str(data_dir),
         "SERVICE_ENV": "development",
-        "LOG_LEVEL": "warning",
+        "LOG_LEVEL": "info",
         "RATE_LIMIT_MAX": "100000",
         "RATE_LIMIT_WINDOW": "1s",
         "DB_POOL_MIN_SIZE": str(pool_size),

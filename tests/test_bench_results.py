@@ -82,3 +82,24 @@ def test_batches_are_whole_and_name_sampled_tenants() -> None:
     assert [t.path for t in targets["context_samples"]] == [
         f"/api/v1/tenants/{tid}/context" for tid in seed.samples
     ]
+
+
+def test_cached_reads_are_held_to_half_of_b_http_from_rule_4_on() -> None:
+    """Runs of rule 4 on (the service at info, its default log level) judge the cached
+    reads against 0.5 x B_http; earlier runs keep their 0.3."""
+    committed = load_run(RESULTS[0])
+    b_http = committed.baselines["B_http"].load.rps
+    endpoints = dict(committed.endpoints)
+    for name in ("get_tenant", "context_depth10"):
+        endpoint = endpoints[name]
+        endpoints[name] = msgspec.structs.replace(
+            endpoint, load=msgspec.structs.replace(endpoint.load, rps=b_http * 0.4)
+        )
+    run = msgspec.structs.replace(committed, endpoints=endpoints, target_rules=4)
+    for rules, met, wanted in ((4, False, ">= 0.5 x B_http RPS"), (3, True, ">= 0.3 x B_http RPS")):
+        judged = {
+            t.target: t for t in evaluate_targets(msgspec.structs.replace(run, target_rules=rules))
+        }
+        for target in ("cached GET tenant vs B_http", "cached GET context depth 10 vs B_http"):
+            assert (judged[target].value, judged[target].met) == (pytest.approx(0.4), met)
+            assert judged[target].goal == wanted
