@@ -2,8 +2,15 @@
 
 `python -m bench seed --dsn DSN --tenants N` does it alone; `python -m bench run` calls
 seed_database() itself. The load is done the way pg_restore does it: indexes and keys
-of the four loaded tables are dropped, the rows COPYed in binary, then the indexes and
-keys rebuilt and the tables analysed.
+of the four loaded tables (and of the history's tables) are dropped, the rows COPYed in
+binary, then the indexes and keys rebuilt and the tables analysed.
+
+The seeded rows are data that existed before the history began, as the rows that existed
+when migration 0044 started the history: the triggers that note inserted rows for the
+revision log are off for the load's transaction (so no revision holds every seeded
+tenant), and the history is started at the load's end as 0044 started it (one open
+version of each row, valid from the newest revision). The triggers that keep the service's
+own tables (config holders, rendered documents) stay on.
 """
 
 from __future__ import annotations
@@ -22,6 +29,15 @@ from bench.shapes import Forest, SeedPlan, build_forest, sample_nodes
 from bench.sqlfiles import bench_queries
 
 SEEDED_TABLES = ["tenants", "tenant_closure", "config_entries", "permission_policies"]
+# Filled from the seeded tables at the load's end (start_seeded_history); their indexes
+# are rebuilt after it like the seeded tables' own.
+HISTORY_TABLES = [
+    "tenant_history",
+    "config_history",
+    "permission_history",
+    "config_history_keys",
+    "permission_history_keys",
+]
 TENANT_COLUMNS = [
     "id",
     "parent_id",
@@ -78,21 +94,30 @@ async def seed_database(dsn: str, plan: SeedPlan, *, region: str = "default") ->
     try:
         if await queries["count_tenants"].value(conn):
             raise SeedError("the benchmark database already holds tenants")
-        constraints = await queries["list_bulk_load_constraints"].many(
+        loaded = [*SEEDED_TABLES, *HISTORY_TABLES]
+        constraints = await queries["list_bulk_load_constraints"].many(conn, table_names=loaded)
+        indexes = await queries["list_bulk_load_indexes"].many(conn, table_names=loaded)
+        triggers = await queries["list_bulk_load_revision_triggers"].many(
             conn, table_names=SEEDED_TABLES
         )
-        indexes = await queries["list_bulk_load_indexes"].many(conn, table_names=SEEDED_TABLES)
         async with conn.transaction():
+            # ALTER TABLE holds its tables until the commit: no other session sees the
+            # triggers off.
+            for row in triggers:
+                await conn.execute(row["disable_ddl"])
             for row in reversed(constraints):
                 await conn.execute(row["drop_ddl"])
             for row in indexes:
                 await conn.execute(row["drop_ddl"])
             await _copy_rows(conn, forest, region)
-            copied = time.perf_counter()
+            await queries["start_seeded_history"].exec(conn)
+            copied = time.perf_counter()  # copy_s: the COPY and the history's start
             # Index builds sort in memory; the default 64 MB spills a million-row build.
             await conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
             for row in [*indexes, *constraints]:
                 await conn.execute(row["create_ddl"])
+            for row in triggers:
+                await conn.execute(row["enable_ddl"])
         await queries["vacuum_seeded_tables"].exec(conn)
         # A DSN without the privilege leaves it to the server's own checkpoints.
         with contextlib.suppress(asyncpg.InsufficientPrivilegeError):

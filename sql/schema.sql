@@ -820,9 +820,23 @@ BEGIN
             DELETE FROM config_history_keys WHERE tenant_id = ANY (gone);
             DELETE FROM permission_history_keys WHERE tenant_id = ANY (gone);
         END IF;
-        WITH closed AS (
+        WITH
+        open_versions AS MATERIALIZED (
+            SELECT v.tenant_id, v.valid_from
+            FROM unnest(tenanted) AS x(id)
+            CROSS JOIN LATERAL (
+                SELECT h.tenant_id, h.valid_from, h.valid_to
+                FROM tenant_history h
+                WHERE h.tenant_id = x.id
+                ORDER BY h.valid_to DESC
+                LIMIT 1
+            ) AS v
+            WHERE v.valid_to = open_to
+        ),
+        closed AS (
             UPDATE tenant_history h SET valid_to = rev
-            WHERE h.tenant_id = ANY (tenanted) AND h.valid_to = open_to
+            FROM open_versions o
+            WHERE h.tenant_id = o.tenant_id AND h.valid_from = o.valid_from
               AND NOT EXISTS (
                   SELECT 1 FROM tenants t
                   WHERE t.id = h.tenant_id
@@ -844,8 +858,12 @@ BEGIN
         FROM tenants t
         WHERE t.id = ANY (tenanted)
           AND NOT EXISTS (
-              SELECT 1 FROM tenant_history h
-              WHERE h.tenant_id = t.id AND h.valid_to = open_to
+              SELECT 1
+              FROM (SELECT * FROM tenant_history n
+                    WHERE n.tenant_id = t.id
+                    ORDER BY n.valid_to DESC
+                    LIMIT 1) AS h
+              WHERE h.valid_to = open_to
                 AND (t.parent_id, t.name, t.slug, t.ancestry_path, t.depth, t.metadata,
                      t.isolation_strategy, t.region, t.status, t.deleted_at, t.created_at,
                      t.updated_at)

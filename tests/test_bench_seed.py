@@ -5,6 +5,8 @@ the same forest. The benchmarks themselves are never part of the test run."""
 
 from __future__ import annotations
 
+import json
+
 import asyncpg
 
 from bench.results import DepthPick
@@ -20,15 +22,20 @@ from bench.sqlfiles import bench_queries
 from service.db.queries import Queries
 from tests.support.invariants import tree_problems
 
-SCHEMA = """
+LOADED = """
+ARRAY['tenants', 'tenant_closure', 'config_entries', 'permission_policies',
+      'tenant_history', 'config_history', 'permission_history', 'config_history_keys',
+      'permission_history_keys']::regclass[]
+"""
+SCHEMA = f"""
 SELECT 'constraint ' || conname || ' ' || pg_get_constraintdef(oid) FROM pg_constraint
-WHERE conrelid IN ('tenants'::regclass, 'tenant_closure'::regclass,
-                   'config_entries'::regclass, 'permission_policies'::regclass)
-   OR confrelid = 'tenants'::regclass
+WHERE conrelid = ANY ({LOADED}) OR confrelid = 'tenants'::regclass
 UNION ALL
 SELECT 'index ' || pg_get_indexdef(indexrelid) FROM pg_index
-WHERE indrelid IN ('tenants'::regclass, 'tenant_closure'::regclass,
-                   'config_entries'::regclass, 'permission_policies'::regclass)
+WHERE indrelid = ANY ({LOADED})
+UNION ALL
+SELECT 'trigger ' || tgrelid::regclass::text || ' ' || tgname || ' ' || tgenabled::text
+FROM pg_trigger WHERE tgrelid = ANY ({LOADED}) AND NOT tgisinternal
 ORDER BY 1
 """
 
@@ -60,6 +67,85 @@ async def test_seeded_forest_is_one_the_service_could_have_written(fresh_db_url)
             ctx,
         )
         assert [tuple(r) for r in per_level] == [(d, 20) for d in range(11)]
+    finally:
+        await conn.close()
+
+
+HISTORY_COUNTS = """
+SELECT (SELECT count(*) FROM context_revisions) AS revisions,
+       (SELECT count(*) FROM context_revision_tenants) AS revision_log,
+       (SELECT count(*) FROM tenants) AS tenants,
+       (SELECT count(*) FROM tenant_history
+        WHERE valid_from = 0 AND valid_to = 9223372036854775807) AS tenant_versions,
+       (SELECT count(*) FROM config_entries) AS entries,
+       (SELECT count(*) FROM config_history
+        WHERE valid_from = 0 AND valid_to = 9223372036854775807) AS entry_versions,
+       (SELECT count(*) FROM config_history_keys) AS entry_keys,
+       (SELECT count(*) FROM permission_policies) AS policies,
+       (SELECT count(*) FROM permission_history
+        WHERE valid_from = 0 AND valid_to = 9223372036854775807) AS policy_versions,
+       (SELECT count(*) FROM permission_history_keys) AS policy_keys
+"""
+
+
+async def test_a_seeded_database_has_its_history_started(fresh_db_url) -> None:
+    """The seeded tenants existed before the history began, as the tenants that existed
+    when migration 0044 started it: no revision holds them (the seed's triggers did not
+    note them), the history holds one open version of each row from the horizon, an as-of
+    context at the horizon is the live one, and the next write is revision 1 and is
+    recorded as any write is."""
+    report = await seed_database(fresh_db_url, SeedPlan.for_total(2_000))
+    queries = Queries.load()
+    tenant = report.landmarks["context_d10"]
+    conn = await asyncpg.connect(fresh_db_url)
+    try:
+        counts = await conn.fetchrow(HISTORY_COUNTS)
+        assert counts["revisions"] == counts["revision_log"] == 0
+        assert counts["tenant_versions"] == counts["tenants"] == report.tenants
+        assert counts["entry_versions"] == counts["entry_keys"] == counts["entries"] > 0
+        assert counts["policy_versions"] == counts["policy_keys"] == counts["policies"] > 0
+        bounds = await queries["history_bounds"].one(conn, at=None)
+        assert (bounds["kept_from"], bounds["newest"]) == (0, 0)
+        assert bounds["kept_since"] <= await conn.fetchval("SELECT now()")
+
+        live = await queries["render_tenant_context"].one(conn, tenant_id=tenant)
+        at = await queries["render_tenant_context_at"].one(
+            conn, revision=None, at=None, tenant_id=tenant
+        )
+        assert at["revision"] == 0
+        assert json.loads(at["document"]) == json.loads(live["document"])
+
+        # The revision triggers are back on: a write is revision 1, its history a new
+        # version, and the seeded one still answers at the horizon.
+        key = await conn.fetchval(
+            "SELECT key FROM config_entries WHERE tenant_id = $1::uuid AND NOT sensitive "
+            "ORDER BY key LIMIT 1",
+            tenant,
+        )
+        await conn.execute(
+            "UPDATE config_entries SET value = '\"changed\"', updated_at = now() "
+            "WHERE tenant_id = $1::uuid AND key = $2",
+            tenant,
+            key,
+        )
+        assert await conn.fetchval("SELECT max(revision) FROM context_revisions") == 1
+        versions = await conn.fetch(
+            "SELECT valid_from, valid_to FROM config_history "
+            "WHERE tenant_id = $1::uuid AND key = $2 ORDER BY valid_from",
+            tenant,
+            key,
+        )
+        assert [tuple(v) for v in versions] == [(0, 1), (1, 9223372036854775807)]
+        before = await queries["render_tenant_context_at"].one(
+            conn, revision=0, at=None, tenant_id=tenant
+        )
+        assert json.loads(before["document"]) == json.loads(live["document"])
+        after = await queries["render_tenant_context_at"].one(
+            conn, revision=1, at=None, tenant_id=tenant
+        )
+        now = await queries["render_tenant_context"].one(conn, tenant_id=tenant)
+        assert json.loads(after["document"]) == json.loads(now["document"])
+        assert json.loads(now["document"])["resolved_config"][key]["value"] == "changed"
     finally:
         await conn.close()
 

@@ -126,3 +126,30 @@ async def test_the_history_trigger_plans_its_statements_once(
     assert history, plans
     assert re.search(r"tenant_id = ANY \(\$\d+\)", history[0]), history[0]
     assert str(tenant) not in history[0]
+
+
+async def test_the_history_finds_a_tenants_open_version_by_its_end(
+    conn: asyncpg.Connection, seeded: tuple[str, list[list[UUID]]]
+) -> None:
+    """Migration 0054: the tenant statement of the history trigger finds each noted
+    tenant's open version with one backward probe of tenant_history_valid_to_idx, and
+    reaches versions through tenant_history_pkey only by (tenant_id, valid_from). Through
+    the primary key with a filter on valid_to (a plan the generic plan could fall to at
+    10,000,000 tenants) it read every version of each tenant."""
+    tenant = seeded[1][2][7]
+    for n in range(20):  # versions to read past
+        await conn.execute("UPDATE tenants SET name = $2 WHERE id = $1", tenant, f"v{n}")
+    plans = await _plans_of(conn, [("UPDATE tenants SET name = 'last' WHERE id = $1", (tenant,))])
+    history = [p for p in plans.split("Query Text:") if "Update on tenant_history" in p]
+    assert history, plans
+    assert "Index Scan Backward using tenant_history_valid_to_idx" in history[0], history[0]
+    lines = history[0].splitlines()
+    for i, line in enumerate(lines):
+        if "using tenant_history_pkey" in line:
+            assert "valid_from" in lines[i + 1], history[0]
+    versions = await conn.fetch(
+        "SELECT name, valid_to FROM tenant_history WHERE tenant_id = $1 ORDER BY valid_from",
+        tenant,
+    )
+    assert [v["name"] for v in versions][-2:] == ["v19", "last"]
+    assert [v["valid_to"] for v in versions].count(9223372036854775807) == 1
