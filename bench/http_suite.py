@@ -12,7 +12,14 @@ from dataclasses import dataclass
 import msgspec
 import orjson
 
-from bench.loadgen import LoadResult, SeriesResult, Target, run_load, time_requests
+from bench.loadgen import (
+    MOVE_TIMEOUT_S,
+    LoadResult,
+    SeriesResult,
+    Target,
+    run_load,
+    time_requests,
+)
 from bench.results import (
     EndpointFigures,
     Interference,
@@ -200,7 +207,9 @@ async def measure_moves(
             results = msgspec.structs.replace(results, interference=interference)
         else:
             series = (
-                await time_requests(base_url, moves, headers=headers, expect=(200,))
+                await time_requests(
+                    base_url, moves, headers=headers, expect=(200,), timeout_s=MOVE_TIMEOUT_S
+                )
             ).figures()
             figures = MoveFigures(
                 tenants_moved=size,
@@ -241,7 +250,9 @@ async def _move_with_load(
             rate=INTERFERENCE_RATE, tool="python",
         )  # fmt: skip
 
-    first = await time_requests(base_url, [there], headers=headers, expect=(200,))
+    first = await time_requests(
+        base_url, [there], headers=headers, expect=(200,), timeout_s=MOVE_TIMEOUT_S
+    )
     window = max(2.0, first.max_ms / 1000)
     timed: list[SeriesResult] = [first]
     quiet: list[LoadResult] = []
@@ -249,10 +260,18 @@ async def _move_with_load(
     for move in [back, there][:INTERFERENCE_ROUNDS]:
         quiet.append(await load(window))
         load_task = asyncio.create_task(load(window))
-        timed.append(await time_requests(base_url, [move], headers=headers, expect=(200,)))
+        timed.append(
+            await time_requests(
+                base_url, [move], headers=headers, expect=(200,), timeout_s=MOVE_TIMEOUT_S
+            )
+        )
         during.append(await load_task)
     if len(timed) % 2:  # an odd number of moves leaves the subtree under the spare root
-        timed.append(await time_requests(base_url, [back], headers=headers, expect=(200,)))
+        timed.append(
+            await time_requests(
+                base_url, [back], headers=headers, expect=(200,), timeout_s=MOVE_TIMEOUT_S
+            )
+        )
     quiet_p99 = statistics.median(r.p99_ms for r in quiet)
     during_p99 = statistics.median(r.p99_ms for r in during)
     return Interference(

@@ -31,6 +31,10 @@ from bench.results import LoadFigures, SeriesFigures
 
 # Past this a request counts as an error: a load run must end on its own.
 REQUEST_TIMEOUT_S = 10.0
+# A move's answer may take longer than any read (the largest's goal is 15 s): a client
+# that gave up at REQUEST_TIMEOUT_S counted a slow move as an error, and the next moves,
+# sent while the server still ran it, as more.
+MOVE_TIMEOUT_S = 120.0
 ERROR_BODY_CHARS = 300
 
 
@@ -265,11 +269,13 @@ async def _run_wrk(
     )
 
 
-def _session(headers: Mapping[str, str], connections: int) -> aiohttp.ClientSession:
+def _session(
+    headers: Mapping[str, str], connections: int, timeout_s: float = REQUEST_TIMEOUT_S
+) -> aiohttp.ClientSession:
     return aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=connections),
         headers=dict(headers),
-        timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S),
+        timeout=aiohttp.ClientTimeout(total=timeout_s),
     )
 
 
@@ -387,6 +393,7 @@ async def time_requests(
     headers: Mapping[str, str],
     repeat: int | None = None,
     expect: Collection[int] = (200, 201, 204),
+    timeout_s: float = REQUEST_TIMEOUT_S,
 ) -> SeriesResult:
     """Send requests one at a time and time each: every target once in order, or, with
     repeat, `repeat` requests in all cycling through the targets."""
@@ -397,7 +404,7 @@ async def time_requests(
     statuses: dict[int, int] = {}
     errors = 0
     first_error: str | None = None
-    async with _session(headers, 1) as session:
+    async with _session(headers, 1, timeout_s) as session:
         for i in range(count):
             target = targets[i % len(targets)]
             started = time.perf_counter()

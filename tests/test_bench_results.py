@@ -103,3 +103,32 @@ def test_cached_reads_are_held_to_half_of_b_http_from_rule_4_on() -> None:
         for target in ("cached GET tenant vs B_http", "cached GET context depth 10 vs B_http"):
             assert (judged[target].value, judged[target].met) == (pytest.approx(0.4), met)
             assert judged[target].goal == wanted
+
+
+def test_a_move_size_with_a_failed_move_is_not_met() -> None:
+    """A move the client gave up on (or that failed) leaves no time to judge: its size's
+    target, and for the largest the other requests' p99 during it, are not met."""
+    committed = load_run(Path(__file__).parent.parent / "bench/results/full-round6.json")
+    moves = committed.moves
+    assert moves.move_10000 is not None and moves.move_100000 is not None
+    failed = msgspec.structs.replace(
+        moves,
+        move_10000=msgspec.structs.replace(moves.move_10000, errors=1),
+        move_100000=msgspec.structs.replace(moves.move_100000, errors=2, max_ms=8.9),
+    )
+    judged = {
+        t.target: t for t in evaluate_targets(msgspec.structs.replace(committed, moves=failed))
+    }
+    for target, note in (
+        ("move of 10,000 tenants", "1 of 2 moves failed or were given up on"),
+        ("move of 100,000 tenants", "2 of 4 moves failed or were given up on"),
+        ("other requests' p99 during the 100,000 move", "2 of 4 moves failed or were given up on"),
+    ):
+        assert (judged[target].met, judged[target].value, judged[target].note) == (
+            False,
+            None,
+            note,
+        )
+    as_run = {t.target: t.met for t in evaluate_targets(committed)}
+    assert as_run["move of 10,000 tenants"] is True
+    assert as_run["move of 100,000 tenants"] is True
