@@ -110,7 +110,8 @@ def test_a_move_size_with_a_failed_move_is_not_met() -> None:
     target, and for the largest the other requests' p99 during it, are not met."""
     committed = load_run(Path(__file__).parent.parent / "bench/results/full-round6.json")
     moves = committed.moves
-    assert moves.move_10000 is not None and moves.move_100000 is not None
+    assert moves.move_10000 is not None
+    assert moves.move_100000 is not None
     failed = msgspec.structs.replace(
         moves,
         move_10000=msgspec.structs.replace(moves.move_10000, errors=1),
