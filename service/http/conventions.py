@@ -57,8 +57,14 @@ def compress_if_asked(request: web.Request, response: web.StreamResponse) -> Non
     if not isinstance(body, bytes | bytearray) or len(body) <= COMPRESS_MIN_BYTES:
         return
     _add_vary(response, hdrs.ACCEPT_ENCODING)
-    if accepts_gzip(request.headers.get(hdrs.ACCEPT_ENCODING, "")):
+    if gzips(request.headers.get(hdrs.ACCEPT_ENCODING), len(body)):
         response.enable_compression(web.ContentCoding.gzip)
+
+
+def gzips(accept_encoding: str | None, size: int) -> bool:
+    """Whether a complete body of `size` bytes is sent gzipped to a client whose
+    Accept-Encoding is `accept_encoding`: over COMPRESS_MIN_BYTES, and accepted."""
+    return size > COMPRESS_MIN_BYTES and accepts_gzip(accept_encoding or "")
 
 
 def finish_headers(request: web.Request, response: web.StreamResponse, *, private: bool) -> None:

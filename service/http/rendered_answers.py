@@ -29,7 +29,7 @@ from aiohttp.http_writer import StreamWriter
 from multidict import CIMultiDict
 
 from service.base.etags import Rendered
-from service.http.conventions import COMPRESS_MIN_BYTES, SERVER, accepts_gzip
+from service.http.conventions import COMPRESS_MIN_BYTES, SERVER, gzips
 
 FAST_HEADS = (
     all(hasattr(StreamWriter, name) for name in ("_send_headers_with_payload", "write_eof"))
@@ -68,17 +68,9 @@ class RenderedAnswer(web.Response):
             and request.version == HttpVersion11
             and request.keep_alive
             and len(self.headers) == 2
-            and self._uncompressed(request.headers.get("Accept-Encoding"))
+            and not gzips(request.headers.get("Accept-Encoding"), len(self.rendered.body))
             and not self.prepared
             and not request.app.on_response_prepare
-        )
-
-    def _uncompressed(self, accept_encoding: str | None) -> bool:
-        # compress_if_asked's rule: gzip a body over COMPRESS_MIN_BYTES when accepted.
-        return (
-            accept_encoding is None
-            or len(self.rendered.body) <= COMPRESS_MIN_BYTES
-            or not accepts_gzip(accept_encoding)
         )
 
     def set_head(self, request_id: str, rate_limit_fields: str) -> None:
