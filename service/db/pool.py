@@ -85,6 +85,9 @@ class Database:
         self.settings = settings
         self._positions = ReplicationRepository(queries or Queries.load())
         self.acquire_timeout = settings.db_acquire_timeout_seconds
+        self.transaction_slots = transaction_slots(settings)
+        self._slots = asyncio.Semaphore(self.transaction_slots)
+        self._slotted: set[int] = set()  # id() of the connections holding a slot
         self._pool: asyncpg.Pool | None = None
         self._dsn: str | None = None
         self._primary_down_until = 0.0
@@ -132,16 +135,42 @@ class Database:
             pool, self._pool = self._pool, None
             await pool.close()
 
-    async def _acquire(self) -> asyncpg.Connection:
+    async def _acquire(self, within: float | None = None) -> asyncpg.Connection:
         try:
-            conn = await self.pool.acquire(timeout=self.acquire_timeout)
+            conn = await self.pool.acquire(
+                timeout=self.acquire_timeout if within is None else within
+            )
         except TimeoutError as exc:
             raise service_unavailable() from exc
         # A pool proxy behaves as a connection; repositories are typed against that.
         return cast(asyncpg.Connection, conn)
 
+    async def _acquire_for_transaction(self) -> asyncpg.Connection:
+        """A pooled connection for a transaction, once one of the transaction slots is
+        free (both waits together within the acquire timeout). A write waiting its turn
+        at commit holds its connection meanwhile; capped at DB_POOL_TRANSACTIONS, such
+        writes leave the rest of the pool to single-statement reads."""
+        started = time.monotonic()
+        try:
+            await asyncio.wait_for(self._slots.acquire(), self.acquire_timeout)
+        except TimeoutError as exc:
+            raise service_unavailable() from exc
+        try:
+            left = max(0.001, self.acquire_timeout - (time.monotonic() - started))
+            conn = await self._acquire(left)
+        except BaseException:
+            self._slots.release()
+            raise
+        self._slotted.add(id(conn))
+        return conn
+
     async def _release(self, conn: asyncpg.Connection) -> None:
-        await self.pool.release(cast(Any, conn))
+        try:
+            await self.pool.release(cast(Any, conn))
+        finally:
+            if id(conn) in self._slotted:
+                self._slotted.discard(id(conn))
+                self._slots.release()
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[asyncpg.Connection]:
@@ -296,8 +325,13 @@ class Database:
             return await self._first_held(held, fn, isolation)
 
         async def once() -> T:
-            async with self.connection() as conn, conn.transaction(isolation=isolation):
-                return await fn(conn)
+            conn = await self._acquire_for_transaction()
+            try:
+                with discarding_broken(conn):
+                    async with conn.transaction(isolation=isolation):
+                        return await fn(conn)
+            finally:
+                await self._release(conn)
 
         return await _retrying(once)
 
@@ -311,7 +345,7 @@ class Database:
         committed) for the middleware to settle with settle_held()."""
 
         async def once() -> T:
-            conn = await self._acquire()
+            conn = await self._acquire_for_transaction()
             transaction = conn.transaction(isolation=isolation)
             try:
                 await transaction.start()
@@ -370,6 +404,11 @@ class Database:
             pass
         finally:
             await self._release(conn)
+
+
+def transaction_slots(settings: Settings) -> int:
+    """DB_POOL_TRANSACTIONS, or half the pool (at least 1) when it is 0."""
+    return settings.db_pool_transactions or max(1, settings.db_pool_max_size // 2)
 
 
 def discard_if_broken(conn: asyncpg.Connection, exc: BaseException) -> None:

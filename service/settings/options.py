@@ -123,6 +123,11 @@ class Settings:
     context_stream_max_seconds: float = number("CONTEXT_STREAM_MAX_SECONDS", 3600.0, 0.1, 7 * 86400)
     db_pool_min_size: int = integer("DB_POOL_MIN_SIZE", 2, 0, 1000)
     db_pool_max_size: int = integer("DB_POOL_MAX_SIZE", 10, 1, 1000)
+    # Transactions (writes, and the reads that need one) holding pooled connections at
+    # once per process; the pool's other connections are left to single-statement reads,
+    # so reads that miss the cache never queue behind writes waiting to commit
+    # (service/db/pool.py). 0: half of DB_POOL_MAX_SIZE, at least 1.
+    db_pool_transactions: int = integer("DB_POOL_TRANSACTIONS", 0, 0, 1000)
     # Rendered tenants and contexts kept per process (service/caches/read_cache.py);
     # 0 turns the cache off.
     read_cache_size: int = integer("READ_CACHE_SIZE", 20_000, 0, 10_000_000)
@@ -237,6 +242,8 @@ class Settings:
             )
         if settings.db_pool_min_size > settings.db_pool_max_size:
             reader.errors.append("DB_POOL_MIN_SIZE must not exceed DB_POOL_MAX_SIZE")
+        if settings.db_pool_transactions > settings.db_pool_max_size:
+            reader.errors.append("DB_POOL_TRANSACTIONS must not exceed DB_POOL_MAX_SIZE")
         settings = replace(settings, **identity_settings(reader, settings))  # type: ignore[arg-type]
         settings = replace(settings, **database_settings(reader, settings))  # type: ignore[arg-type]
         secrets_ = _resolve_secrets(source, settings, reader)
