@@ -254,10 +254,26 @@ async def _service_runs(
             )
     finally:
         await service.stop()
+    if options.wants("moves"):
+        await _vacuum_after_moves(prepared.dsn)
     if options.wants("uncached"):
         say("cached reads again with the read cache off")
         reads |= await _uncached_reads(prepared, options)
     return reads, writes, moves
+
+
+async def _vacuum_after_moves(dsn: str) -> None:
+    import asyncpg
+
+    from bench.sqlfiles import bench_queries
+
+    started = time.perf_counter()
+    conn = await asyncpg.connect(dsn)
+    try:
+        await bench_queries()["vacuum_after_moves"].exec(conn)
+    finally:
+        await conn.close()
+    say(f"vacuumed after the moves in {time.perf_counter() - started:.1f} s")
 
 
 async def _uncached_reads(prepared: Prepared, options: RunOptions) -> dict[str, EndpointFigures]:
