@@ -848,7 +848,8 @@ BEGIN
         closed AS (
             UPDATE tenant_history h SET valid_to = rev
             FROM noted o
-            WHERE h.tenant_id = o.id AND h.valid_from = o.open_from AND NOT o.unchanged
+            WHERE h.tenant_id = o.id AND h.valid_from = o.open_from AND h.valid_to = open_to
+              AND NOT o.unchanged
             RETURNING 1
         )
         INSERT INTO tenant_history (tenant_id, valid_from, parent_id, name, slug,

@@ -78,12 +78,16 @@ BEGIN
             ) AS v ON v.valid_to = open_to
             WHERE t.id = ANY (tenanted)
         ),
-        -- Close the open versions that differ from the live row (tenant_history_pkey, a
-        -- probe per row of noted: the CTE is the outer side of the join).
+        -- Close the open versions that differ from the live row: a probe per row of
+        -- noted (the CTE is the outer side of the join). valid_to = open_to, true of
+        -- every open version, makes the probe exact in either index: by tenant_id alone
+        -- (a plan seen with only valid_from to match) tenant_history_valid_to_idx reads
+        -- every version of the tenant.
         closed AS (
             UPDATE tenant_history h SET valid_to = rev
             FROM noted o
-            WHERE h.tenant_id = o.id AND h.valid_from = o.open_from AND NOT o.unchanged
+            WHERE h.tenant_id = o.id AND h.valid_from = o.open_from AND h.valid_to = open_to
+              AND NOT o.unchanged
             RETURNING 1
         )
         -- Open a version for each live row without an identical open one.
