@@ -2,8 +2,8 @@
 -- updated tenant, as migration 0028 meant, whatever the size of the update. Without join
 -- settings the planner hashed the whole holder table once the transition table held a
 -- few thousand rows: a move of 10,001 tenants at 1,000,000 tenants read all 232,649
--- holders (7,894 pages), spilled the hash to disk in 16 batches and took 160 to 210 ms,
--- in both directions, to update no row; by probes, 30,000 buffers and about 40 ms
+-- holders (7,894 pages), spilled the hash to disk in 16 batches and took 160 to 280 ms,
+-- in both directions, to update no row; by probes, 30,000 buffers and 25 to 50 ms
 -- (docs/performance.md, the move of 10,000 tenants at 1,000,000). The statement is as
 -- in 0028.
 
