@@ -4,7 +4,7 @@
 -- the comparison), then read the tenants a second time and probed each tenant's versions
 -- a second time for the versions to open. Reading each tenant with its open version once,
 -- into a materialized CTE both writes use, takes out two of the five index probes per
--- noted tenant: for a move of 10,001 tenants at 1,000,000, 455,000 -> 365,000 buffers
+-- noted tenant: for a move of 10,001 tenants at 1,000,000, 445,000 -> 355,000 buffers
 -- (docs/performance.md, the move of 10,000 tenants at 1,000,000). What is closed and
 -- what is opened is unchanged; the config and permission statements are as in 0047.
 
