@@ -644,6 +644,8 @@ $$;
 
 CREATE FUNCTION public.move_config_holders() RETURNS trigger
     LANGUAGE plpgsql
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
     AS $$
 BEGIN
     UPDATE tenant_config_holders h
@@ -821,56 +823,43 @@ BEGIN
             DELETE FROM permission_history_keys WHERE tenant_id = ANY (gone);
         END IF;
         WITH
-        open_versions AS MATERIALIZED (
-            SELECT v.tenant_id, v.valid_from
-            FROM unnest(tenanted) AS x(id)
-            CROSS JOIN LATERAL (
-                SELECT h.tenant_id, h.valid_from, h.valid_to
+        noted AS MATERIALIZED (
+            SELECT t.id, t.parent_id, t.name, t.slug, t.ancestry_path, t.depth, t.metadata,
+                   t.isolation_strategy, t.region, t.status, t.deleted_at, t.created_at,
+                   t.updated_at, v.valid_from AS open_from,
+                   v.valid_from IS NOT NULL
+                   AND (t.parent_id, t.name, t.slug, t.ancestry_path, t.depth, t.metadata,
+                        t.isolation_strategy, t.region, t.status, t.deleted_at,
+                        t.created_at, t.updated_at)
+                       IS NOT DISTINCT FROM
+                       (v.parent_id, v.name, v.slug, v.ancestry_path, v.depth, v.metadata,
+                        v.isolation_strategy, v.region, v.status, v.deleted_at,
+                        v.created_at, v.updated_at) AS unchanged
+            FROM tenants t
+            LEFT JOIN LATERAL (
+                SELECT h.*
                 FROM tenant_history h
-                WHERE h.tenant_id = x.id
+                WHERE h.tenant_id = t.id
                 ORDER BY h.valid_to DESC
                 LIMIT 1
-            ) AS v
-            WHERE v.valid_to = open_to
+            ) AS v ON v.valid_to = open_to
+            WHERE t.id = ANY (tenanted)
         ),
         closed AS (
             UPDATE tenant_history h SET valid_to = rev
-            FROM open_versions o
-            WHERE h.tenant_id = o.tenant_id AND h.valid_from = o.valid_from
-              AND NOT EXISTS (
-                  SELECT 1 FROM tenants t
-                  WHERE t.id = h.tenant_id
-                    AND (t.parent_id, t.name, t.slug, t.ancestry_path, t.depth, t.metadata,
-                         t.isolation_strategy, t.region, t.status, t.deleted_at,
-                         t.created_at, t.updated_at)
-                        IS NOT DISTINCT FROM
-                        (h.parent_id, h.name, h.slug, h.ancestry_path, h.depth, h.metadata,
-                         h.isolation_strategy, h.region, h.status, h.deleted_at,
-                         h.created_at, h.updated_at))
+            FROM noted o
+            WHERE h.tenant_id = o.id AND h.valid_from = o.open_from AND h.valid_to = open_to
+              AND NOT o.unchanged
             RETURNING 1
         )
         INSERT INTO tenant_history (tenant_id, valid_from, parent_id, name, slug,
                                     ancestry_path, depth, metadata, isolation_strategy,
                                     region, status, deleted_at, created_at, updated_at)
-        SELECT t.id, rev, t.parent_id, t.name, t.slug, t.ancestry_path, t.depth, t.metadata,
-               t.isolation_strategy, t.region, t.status, t.deleted_at, t.created_at,
-               t.updated_at
-        FROM tenants t
-        WHERE t.id = ANY (tenanted)
-          AND NOT EXISTS (
-              SELECT 1
-              FROM (SELECT * FROM tenant_history n
-                    WHERE n.tenant_id = t.id
-                    ORDER BY n.valid_to DESC
-                    LIMIT 1) AS h
-              WHERE h.valid_to = open_to
-                AND (t.parent_id, t.name, t.slug, t.ancestry_path, t.depth, t.metadata,
-                     t.isolation_strategy, t.region, t.status, t.deleted_at, t.created_at,
-                     t.updated_at)
-                    IS NOT DISTINCT FROM
-                    (h.parent_id, h.name, h.slug, h.ancestry_path, h.depth, h.metadata,
-                     h.isolation_strategy, h.region, h.status, h.deleted_at, h.created_at,
-                     h.updated_at));
+        SELECT o.id, rev, o.parent_id, o.name, o.slug, o.ancestry_path, o.depth, o.metadata,
+               o.isolation_strategy, o.region, o.status, o.deleted_at, o.created_at,
+               o.updated_at
+        FROM noted o
+        WHERE NOT o.unchanged;
     END IF;
 
     IF entried IS NOT NULL THEN

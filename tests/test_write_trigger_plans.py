@@ -153,3 +153,67 @@ async def test_the_history_finds_a_tenants_open_version_by_its_end(
     )
     assert [v["name"] for v in versions][-2:] == ["v19", "last"]
     assert [v["valid_to"] for v in versions].count(9223372036854775807) == 1
+
+
+async def _move(conn: asyncpg.Connection, tenant: UUID, parent: UUID | None) -> list[tuple]:
+    """The three statements of a move (sql/queries/tenants.sql, move_subtree)."""
+    where = "SELECT ancestry_path, depth FROM tenants WHERE id = $1"
+    node = await conn.fetchrow(where, tenant)
+    above = None if parent is None else await conn.fetchrow(where, parent)
+    new_path = f"{above['ancestry_path'] if above else ''}/{tenant}"
+    delta = (above["depth"] + 1 if above else 0) - node["depth"]
+    return [
+        ("DELETE FROM tenant_closure c USING tenant_closure sub, tenant_closure anc"
+         " WHERE sub.ancestor_id = $1 AND anc.descendant_id = $1 AND anc.depth > 0"
+         " AND c.ancestor_id = anc.ancestor_id AND c.descendant_id = sub.descendant_id",
+         (tenant,)),
+        *([("INSERT INTO tenant_closure (ancestor_id, descendant_id, depth)"
+            " SELECT anc.ancestor_id, sub.descendant_id, anc.depth + sub.depth + 1"
+            " FROM tenant_closure anc JOIN tenant_closure sub ON sub.ancestor_id = $1"
+            " WHERE anc.descendant_id = $2", (tenant, parent))] if parent else []),
+        ("UPDATE tenants t SET ancestry_path = $2::text || substr(t.ancestry_path,"
+         " length($3::text) + 1), depth = t.depth + $4::integer,"
+         " parent_id = CASE WHEN t.id = $1 THEN $5::uuid ELSE t.parent_id END,"
+         " updated_at = now() FROM tenant_closure c"
+         " WHERE c.ancestor_id = $1 AND c.descendant_id = t.id",
+         (tenant, new_path, node["ancestry_path"], delta, parent)),
+    ]  # fmt: skip
+
+
+async def test_a_move_of_a_subtree_probes_its_holders_and_versions_once(
+    conn: asyncpg.Connection, seeded: tuple[str, list[list[UUID]]]
+) -> None:
+    """A move of 1,111 tenants (about 330 of them config holders): migration 0055, the
+    holders follow by tenant_config_holders_pkey probes (hashing every holder read the
+    whole table: 232,649 holders for a move of 10,001 at 1,000,000 tenants); migration
+    0056, the history statement reads each moved tenant and its open version once (it
+    probed tenant_history_valid_to_idx twice and tenants_pkey three times)."""
+    roots = seeded[1][0]
+    tenant, parent = roots[9], roots[8]  # the other tests use the tree of roots[0]
+    plans = await _plans_of(conn, await _move(conn, tenant, parent))
+    # One open version of each moved tenant, the row as it is now.
+    open_versions = await conn.fetchval(
+        "SELECT count(*) FROM tenant_closure c"
+        " JOIN tenants t ON t.id = c.descendant_id"
+        " JOIN tenant_history h ON h.tenant_id = t.id AND h.valid_to = 9223372036854775807"
+        " WHERE c.ancestor_id = $1 AND h.ancestry_path = t.ancestry_path"
+        " AND h.depth = t.depth AND h.updated_at = t.updated_at",
+        tenant,
+    )
+    await _plans_of(conn, await _move(conn, tenant, None))  # back where it was
+    assert open_versions == 1111
+    holders = [p for p in plans.split("Query Text:") if "Update on tenant_config_holders" in p]
+    assert holders, plans
+    assert "Seq Scan on tenant_config_holders" not in holders[0], holders[0]
+    assert "Index Scan using tenant_config_holders_pkey" in holders[0], holders[0]
+    history = [p for p in plans.split("Query Text:") if "Update on tenant_history" in p]
+    assert history, plans
+    assert history[0].count("Index Scan Backward using tenant_history_valid_to_idx") == 1
+    assert history[0].count("using tenants_pkey") == 1, history[0]
+    # The close probes by a whole key of its index, never by tenant_id alone (which
+    # reads every version of the tenant).
+    lines = history[0].splitlines()
+    probes = [i for i, line in enumerate(lines) if "Index Scan using tenant_history_" in line]
+    assert probes, history[0]
+    for i in probes:
+        assert re.search(r"Index Cond: \(\(tenant_id = .*\) AND \(valid_(from|to) = ", lines[i + 1])
