@@ -4,7 +4,7 @@
 -- few thousand rows: a move of 10,001 tenants at 1,000,000 tenants read all 232,649
 -- holders (7,894 pages), spilled the hash to disk in 16 batches and took 160 to 280 ms,
 -- in both directions, to update no row; by probes, 30,000 buffers and 25 to 50 ms
--- (docs/performance.md, the move of 10,000 tenants at 1,000,000). The statement is as
+-- (docs/performance.md, "Round 14"). The statement is as
 -- in 0028.
 
 CREATE OR REPLACE FUNCTION move_config_holders() RETURNS trigger

@@ -5,7 +5,7 @@
 -- a second time for the versions to open. Reading each tenant with its open version once,
 -- into a materialized CTE both writes use, takes out two of the five index probes per
 -- noted tenant: for a move of 10,001 tenants at 1,000,000, 445,000 -> 355,000 buffers
--- (docs/performance.md, the move of 10,000 tenants at 1,000,000). What is closed and
+-- (docs/performance.md, "Round 14"). What is closed and
 -- what is opened is unchanged; the config and permission statements are as in 0047.
 
 CREATE OR REPLACE FUNCTION record_context_history() RETURNS trigger
