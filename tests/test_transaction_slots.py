@@ -12,6 +12,7 @@ import asyncpg
 import pytest
 
 from service.base.errors import ServiceError
+from service.db.held import HeldTransaction, holding
 from service.db.pool import Database, transaction_slots
 from service.http.appkeys import DATABASE
 from service.settings.options import ConfigError, Settings
@@ -121,3 +122,40 @@ def test_more_slots_than_the_pool_is_refused_at_start(tmp_path: Any, db_url: str
     with pytest.raises(ConfigError) as caught:
         Settings.from_env(env)
     assert "DB_POOL_TRANSACTIONS must not exceed DB_POOL_MAX_SIZE" in str(caught.value)
+
+
+async def test_a_held_transaction_whose_connection_dies_gives_its_slot_back(
+    client: Any, db_url: str
+) -> None:
+    """The pool takes a pooled connection back by itself when it closes; its proxy then
+    refuses every call. A held transaction settled after that (a PgBouncer that killed
+    its clients) still gives its slot back, so writes go on."""
+    database = client.app[DATABASE]
+
+    async def nothing(conn: asyncpg.Connection) -> None:
+        return None
+
+    async def server_pid(conn: asyncpg.Connection) -> int:
+        pid: int = conn.get_server_pid()
+        return pid
+
+    killer = await asyncpg.connect(db_url)
+    try:
+        for _ in range(SLOTS + 1):
+            held = HeldTransaction(nothing)
+            with holding(held):
+                pid = await database.transaction(server_pid)
+                await killer.execute("SELECT pg_terminate_backend($1)", pid)
+                with pytest.raises(
+                    (
+                        asyncpg.PostgresError,
+                        asyncpg.InterfaceError,
+                        asyncpg.InternalClientError,
+                        OSError,
+                    )
+                ):
+                    await database.settle_held(held, nothing)
+    finally:
+        await killer.close()
+    await _all_free(database)
+    assert await database.transaction(lambda conn: conn.fetchval("SELECT 3")) == 3

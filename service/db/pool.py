@@ -414,8 +414,14 @@ def transaction_slots(settings: Settings) -> int:
 def discard_if_broken(conn: asyncpg.Connection, exc: BaseException) -> None:
     """Terminate a connection an error has left in an unknown protocol state, so the
     pool opens a fresh one instead of handing it to the next request."""
-    if leaves_connection_broken(exc) and not conn.is_closed():
-        conn.terminate()
+    if not leaves_connection_broken(exc):
+        return
+    # A pooled connection that closed has been taken back by the pool already; its proxy
+    # then refuses every call. The caller must still go on to give it back (the
+    # transaction slot goes with that), so this never raises.
+    with suppress(asyncpg.InterfaceError):
+        if not conn.is_closed():
+            conn.terminate()
 
 
 @contextmanager
