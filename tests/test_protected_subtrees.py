@@ -103,3 +103,24 @@ async def test_protecting_twice_keeps_the_first_mark(
         UUID(root["id"]),
     )
     assert count == 1
+
+
+async def test_protection_is_refused_before_an_ancestors_lock(
+    client: TestClient, admin: dict[str, str]
+) -> None:
+    """A config PUT reads the protection, the ancestors' lock of the key and the entry in
+    one statement; the answers keep their order: protection first, then the lock, and an
+    unchanged value is still no change."""
+    base = "/api/v1/tenants"
+    root = await create_tenant(client, admin)
+    child = await create_tenant(client, admin, parent_id=root["id"])
+    put = ("PUT", f"{base}/{child['id']}/config/k")
+    body = {"value": 1, "locked": True}
+    assert (await _status(client, *put, admin, {"value": 1}))[0] == 201
+    assert (await _status(client, *put, admin, {"value": 1}))[0] == 200
+    assert (await _status(client, "PUT", f"{base}/{root['id']}/config/k", admin, body))[0] == 201
+    assert await _status(client, *put, admin, {"value": 2}) == (409, "CONFIG_LOCKED")
+    assert (await client.post(f"{base}/{child['id']}/protect", headers=admin)).status == 200
+    assert await _status(client, *put, admin, {"value": 2}) == (409, "CHANGE_REQUEST_REQUIRED")
+    assert (await client.post(f"{base}/{child['id']}/unprotect", headers=admin)).status == 204
+    assert await _status(client, *put, admin, {"value": 2}) == (409, "CONFIG_LOCKED")

@@ -122,6 +122,12 @@ def cases(tree: list[list[UUID]]) -> list[tuple[str, dict[str, object]]]:
         ("has_active_children", {"tenant_id": mid}),
         ("subtree_height", {"tenant_id": mid}),
         ("find_locked_config_keys", {"tenant_id": leaf, "keys": ["theme", "limits"]}),
+        ("check_config_write", {"tenant_id": leaf, "parent_id": mid, "key": "theme"}),
+        ("check_config_write", {"tenant_id": root, "parent_id": None, "key": "theme"}),
+        (
+            "lock_config_budgets_with_schemas",
+            {"tenant_id": leaf, "parent_ids": [mid], "keys": ["limits"]},
+        ),
         ("list_root_tenants", dict(cursor_id=tree[0][2], status_filter="active", page_size=101)),
         ("count_children", {"parent_ids": [root, mid, leaf], "include_archived": False}),
     ]

@@ -73,6 +73,7 @@ class ConfigConstraintsRepository(Repository):
     _list_budgets = NamedSql("list_config_budgets")
     _delete_budget = NamedSql("delete_config_budget")
     _lock_budgets = NamedSql("lock_config_budgets")
+    _lock_budgets_with_schemas = NamedSql("lock_config_budgets_with_schemas")
     _measure = NamedSql("measure_config_budgets")
 
     async def upsert_config_schema(
@@ -158,6 +159,25 @@ class ConfigConstraintsRepository(Repository):
             conn, tenant_ids=sorted(set(tenant_ids)), keys=sorted(set(keys))
         )
         return bool(found)
+
+    async def lock_config_budgets_with_schemas(
+        self,
+        conn: asyncpg.Connection,
+        tenant_id: UUID,
+        parent_ids: Sequence[UUID],
+        keys: Sequence[str],
+    ) -> tuple[bool, list[ConfigSchema]]:
+        """lock_config_budgets at parent_ids and list_path_config_schemas at tenant_id
+        for the same keys, in one round trip (a write of one tenant's keys)."""
+        rows = await self._lock_budgets_with_schemas.many(
+            conn, parent_ids=sorted(set(parent_ids)), tenant_id=tenant_id, keys=sorted(set(keys))
+        )
+        schemas = [
+            ConfigSchema(**{k: v for k, v in r.items() if k != "any_budget"})
+            for r in rows
+            if r["tenant_id"] is not None
+        ]
+        return bool(rows and rows[0]["any_budget"]), schemas
 
     async def measure_config_budgets(
         self, conn: asyncpg.Connection, tenant_ids: Sequence[UUID], keys: Sequence[str] | None

@@ -38,6 +38,15 @@ class ConfigEntryRow:
 
 
 @dataclass(frozen=True, slots=True)
+class WriteChecks:
+    """What a write of one key checks under its key locks (check_config_write)."""
+
+    locked_by: UUID | None  # the highest tenant above holding the key locked
+    protected_by: UUID | None  # the nearest protected tenant at or above
+    before: ConfigEntryRow | None  # the tenant's own entry of the key
+
+
+@dataclass(frozen=True, slots=True)
 class ConfigWrite:
     """One value to store: plain (value) or sensitive (encrypted_value)."""
 
@@ -54,6 +63,7 @@ class ConfigEntriesRepository(EntryRepository):
     _upsert_one = NamedSql("upsert_config_entry")
     _delete_one = NamedSql("delete_config_entry")
     _locked = NamedSql("find_locked_config_keys")
+    _checks = NamedSql("check_config_write")
     _insert_new = NamedSql("insert_config_for_new_tenants")
     _upsert = NamedSql("upsert_config_values")
     _delete = NamedSql("delete_config_keys")
@@ -74,6 +84,22 @@ class ConfigEntriesRepository(EntryRepository):
         self, conn: asyncpg.Connection, tenant_id: UUID, key: str
     ) -> ConfigEntryRow | None:
         return await self._get.one_as(ConfigEntryRow, conn, tenant_id=tenant_id, key=key)
+
+    async def check_config_write(
+        self, conn: asyncpg.Connection, tenant_id: UUID, parent_id: UUID | None, key: str
+    ) -> WriteChecks:
+        """The lock above, the protection and the entry a write of key at tenant_id
+        meets, in one round trip (run under the key locks)."""
+        row = await self._checks.one(conn, tenant_id=tenant_id, parent_id=parent_id, key=key)
+        assert row is not None  # one row always
+        before = (
+            None
+            if row["tenant_id"] is None
+            else ConfigEntryRow(
+                **{k: v for k, v in row.items() if k not in ("locked_by", "protected_by")}
+            )
+        )
+        return WriteChecks(row["locked_by"], row["protected_by"], before)
 
     async def upsert_config_entry(
         self,

@@ -103,6 +103,42 @@ SELECT (SELECT count(*) FROM held) >= 0
        AND EXISTS (SELECT 1 FROM config_budgets b WHERE b.key = ANY(:'keys'::text[]))
        AS any_budget;
 
+-- name: lock_config_budgets_with_schemas :many
+-- lock_config_budgets and list_path_config_schemas (for :'tenant_id', the tenant
+-- written) in one round trip, for a write of one tenant's keys. Every row carries
+-- any_budget; then the schemas applying at the tenant, per key the one nearest the root
+-- first, or one row whose schema columns are NULL when none applies.
+WITH
+-- 1. the parents' budget rows of the keys, locked in (tenant, key) order
+held AS (
+    SELECT b.tenant_id, b.key
+    FROM config_budgets b
+    WHERE b.tenant_id = ANY(:'parent_ids'::uuid[])
+      AND b.key = ANY(:'keys'::text[])
+    ORDER BY b.tenant_id, b.key
+    FOR UPDATE
+),
+-- 2. whether any budget of the keys exists at all, once those rows are held
+budgets AS (
+    SELECT (SELECT count(*) FROM held) >= 0
+           AND EXISTS (SELECT 1 FROM config_budgets b WHERE b.key = ANY(:'keys'::text[]))
+           AS any_budget
+),
+-- 3. the schemas of the keys on the tenant's path (tenant_closure_descendant_idx)
+schemas AS (
+    SELECT cs.tenant_id, cs.key, cs.schema, cs.digest, cs.enforce, cs.created_at,
+           cs.updated_at, c.depth
+    FROM tenant_closure c
+    JOIN config_schemas cs ON cs.tenant_id = c.ancestor_id
+    WHERE c.descendant_id = :'tenant_id'
+      AND cs.key = ANY(:'keys'::text[])
+)
+SELECT b.any_budget, s.tenant_id, s.key, s.schema, s.digest, s.enforce, s.created_at,
+       s.updated_at
+FROM budgets b
+LEFT JOIN schemas s ON true
+ORDER BY s.key, s.depth DESC;
+
 -- name: measure_config_budgets :many
 -- The budgets a write at these tenants can break (keys NULL: every key): those of their
 -- parents and those at or below them, each with the holder's resolved value (capacity,

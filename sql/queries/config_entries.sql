@@ -58,6 +58,40 @@ FROM config_entries
 WHERE tenant_id = :'tenant_id'
   AND key = :'key';
 
+-- name: check_config_write :one
+-- What a write of one key at a tenant checks once it holds the key locks, in one round
+-- trip (three statements before): the highest tenant above it holding the key locked
+-- (:'parent_id' is the tenant's parent, NULL for a root: none), the nearest protected
+-- tenant at or above it, and the tenant's own entry of the key (sensitive still
+-- encrypted). Always one row; a column is NULL where there is none. Read after the key
+-- locks, so a lock or entry written by a writer the locks waited for is seen.
+WITH
+-- 1. the key locked above the tenant, the highest lock first (find_locked_config_keys)
+locking AS (
+    SELECT ce.tenant_id
+    FROM tenant_closure c
+    JOIN config_entries ce ON ce.tenant_id = c.ancestor_id AND ce.locked
+    WHERE c.descendant_id = :'parent_id'
+      AND ce.key = :'key'
+    ORDER BY config_entry_rank(true, c.depth)
+    LIMIT 1
+),
+-- 2. the nearest protected tenant at or above the tenant (find_protecting_tenant)
+protecting AS (
+    SELECT p.tenant_id
+    FROM tenant_closure c
+    JOIN protected_tenants p ON p.tenant_id = c.ancestor_id
+    WHERE c.descendant_id = :'tenant_id'
+    ORDER BY c.depth
+    LIMIT 1
+)
+SELECT (SELECT l.tenant_id FROM locking l) AS locked_by,
+       (SELECT p.tenant_id FROM protecting p) AS protected_by,
+       ce.tenant_id, ce.key, ce.value, ce.encrypted_value, ce.locked, ce.sensitive,
+       ce.reveal_to_descendants, ce.expires_at, ce.created_at, ce.updated_at
+FROM (VALUES (1)) AS one (row)
+LEFT JOIN config_entries ce ON ce.tenant_id = :'tenant_id' AND ce.key = :'key';
+
 -- name: upsert_config_entry :one
 -- Create or replace one entry whole (value or ciphertext, lock, sensitivity, sharing,
 -- expiry).

@@ -34,8 +34,12 @@ async def refuse_protected(
     unless a change request is applying."""
     if _APPLYING.get():
         return
-    holder = await protection.find_protecting_tenant(conn, tenant_ids)
-    if holder is not None:
+    refuse_protected_by(await protection.find_protecting_tenant(conn, tenant_ids))
+
+
+def refuse_protected_by(holder: UUID | None) -> None:
+    """refuse_protected, once the nearest protecting tenant (None: none) was read."""
+    if holder is not None and not _APPLYING.get():
         raise ServiceError(
             "CHANGE_REQUEST_REQUIRED",
             f"tenant {holder} protects this subtree: changes here go through a change request",

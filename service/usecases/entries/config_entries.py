@@ -17,6 +17,7 @@ from service.repositories.config_entries import ConfigEntryRow, ConfigWrite
 from service.repositories.tenants import TenantNode
 from service.schemas.config import ConfigPut
 from service.usecases.common.deps import Deps
+from service.usecases.common.protection import refuse_protected_by
 from service.usecases.common.recording import AuditRecord, Event
 from service.usecases.common.tenant_access import reading_active_tenant
 from service.usecases.entries.constraints import ConfigConstraints, Written
@@ -27,7 +28,7 @@ from service.usecases.entries.values import (
     shown_value,
     try_decrypt,
 )
-from service.usecases.entries.writes import EntryStore, EntryWrites
+from service.usecases.entries.writes import EntryStore, EntryWrites, key_locked
 from service.views.base import SENSITIVE_MASK
 
 
@@ -127,9 +128,16 @@ class ConfigEntries:
             )
 
         async def work(conn: asyncpg.Connection) -> tuple[ShownEntry, bool]:
-            node = await self.writes.lock_key(conn, principal, tenant_id, key)
-            await self.writes.refuse_locked(conn, node, key)
-            before = await self.config.get_config_entry(conn, tenant_id, key)
+            node = await self.writes.lock_key(
+                conn, principal, tenant_id, key, check_protection=False
+            )
+            # Protection, the ancestors' lock and the entry in one round trip, refused in
+            # the order the other writes refuse them.
+            checks = await self.config.check_config_write(conn, tenant_id, node.parent_id, key)
+            refuse_protected_by(checks.protected_by)
+            if checks.locked_by is not None:
+                raise key_locked("CONFIG_LOCKED", "config", key, checks.locked_by)
+            before = checks.before
             locked = body.locked if body.locked is not UNSET else bool(before and before.locked)
             sensitive = (
                 body.sensitive if body.sensitive is not UNSET else bool(before and before.sensitive)
@@ -146,11 +154,10 @@ class ConfigEntries:
                 and self._unchanged(before, body.value, locked, sensitive)
             ):
                 return self._shown(before, False), False
-            await self.constraints.check_values(
-                conn, tenant_id, tenant_id, {key: body.value}, sensitive={key} if sensitive else ()
+            written = Written(tenant_id, node.parent_id, {key: body.value})
+            budgets = await self.constraints.check_one_and_lock_budgets(
+                conn, written, sensitive={key} if sensitive else ()
             )
-            written = [Written(tenant_id, node.parent_id, {key: body.value})]
-            budgets = await self.constraints.lock_budgets(conn, written)
             write = (
                 ConfigWrite(
                     key,
@@ -170,7 +177,7 @@ class ConfigEntries:
                 expires_at=body.expires_at,
             )
             if budgets:
-                await self.constraints.check_budgets(conn, written, [key])
+                await self.constraints.check_budgets(conn, [written], [key])
             await self.deps.recorder.record(
                 conn,
                 actor,

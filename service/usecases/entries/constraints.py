@@ -120,8 +120,18 @@ class ConfigConstraints:
         parent of one being created)."""
         if not values:
             return []
+        schemas = await self.repo.list_path_config_schemas(conn, path_tenant_id, list(values))
+        return self._refusals(schemas, tenant_id, values, sensitive)
+
+    def _refusals(
+        self,
+        schemas: Sequence[ConfigSchema],
+        tenant_id: UUID,
+        values: Mapping[str, Any],
+        sensitive: Container[str],
+    ) -> list[Breach]:
         refused: dict[str, Breach] = {}
-        for schema in await self.repo.list_path_config_schemas(conn, path_tenant_id, list(values)):
+        for schema in schemas:  # per key, the one nearest the root first
             if not schema.enforce or schema.key in refused or values[schema.key] is None:
                 continue
             found = self.breach(
@@ -227,6 +237,23 @@ class ConfigConstraints:
         parents = [w.parent_id for w in written if w.parent_id is not None and w.values]
         keys = {k for w in written for k in w.values}
         return await self.repo.lock_config_budgets(conn, parents, sorted(keys))
+
+    async def check_one_and_lock_budgets(
+        self, conn: asyncpg.Connection, written: Written, *, sensitive: Container[str] = ()
+    ) -> bool:
+        """check_values then lock_budgets for one tenant's own values, in one round trip
+        (a single-entry write): 422 when a schema on its path refuses a value, else
+        whether any budget of the keys exists."""
+        if not written.values:
+            return False
+        parents = [] if written.parent_id is None else [written.parent_id]
+        any_budget, schemas = await self.repo.lock_config_budgets_with_schemas(
+            conn, written.tenant_id, parents, list(written.values)
+        )
+        refused = self._refusals(schemas, written.tenant_id, written.values, sensitive)
+        if refused:
+            raise schema_violation(refused)
+        return any_budget
 
     async def budget_refusals(
         self, conn: asyncpg.Connection, written: Sequence[Written], keys: Sequence[str] | None

@@ -73,11 +73,19 @@ class EntryWrites(Generic[E]):
         self.store = store
 
     async def lock_key(
-        self, conn: asyncpg.Connection, principal: Principal, tenant_id: UUID, key: str
+        self,
+        conn: asyncpg.Connection,
+        principal: Principal,
+        tenant_id: UUID,
+        key: str,
+        *,
+        check_protection: bool = True,
     ) -> TenantNode:
-        """The tenant locked for entry writes, then the key at it and above it."""
+        """The tenant locked for entry writes, then the key at it and above it. Without
+        check_protection the caller reads the protection itself, under the key locks."""
         node = await lock_tenant_for_entries(conn, self.deps.repos.tenants, principal, tenant_id)
-        await refuse_protected(conn, self.deps.repos.protection, [tenant_id])
+        if check_protection:
+            await refuse_protected(conn, self.deps.repos.protection, [tenant_id])
         await self.store.lock_keys(conn, [KeyWrite(node.ancestry_path, key)])
         return node
 
