@@ -74,7 +74,7 @@ bench: install bench-tools ## the benchmark suite at 100,000 tenants (about 2.5 
 bench-full: install bench-tools ## the benchmark suite at 1,000,000 tenants
 	$(BIN)/python -m bench run --full $(BENCH_ARGS)
 
-bench-huge: install bench-tools ## the cost curve at 10k, 100k, 1M and 10M tenants (an hour or more, ~20 GB)
+bench-huge: install bench-tools ## the cost curve at 10k, 100k, 1M and 10M tenants (35 min or more, ~40 GB of disk)
 	$(BIN)/python -m bench curve $(BENCH_ARGS)
 
 clean: ## remove .venv and the tool caches (not ./.data)
