@@ -33,6 +33,7 @@ from service.db.connections import (
 )
 from service.db.consistency import primary_only, required_position
 from service.db.errors import is_unavailable, leaves_connection_broken, service_unavailable
+from service.db.fair_acquire import FairAcquire
 from service.db.held import HeldTransaction, current_hold
 from service.db.probe import Probe
 from service.db.queries import Queries
@@ -88,6 +89,7 @@ class Database:
         self.transaction_slots = transaction_slots(settings)
         self._slots = asyncio.Semaphore(self.transaction_slots)
         self._slotted: set[int] = set()  # id() of the connections holding a slot
+        self._in_turn = FairAcquire(settings.db_pool_max_size)
         self._pool: asyncpg.Pool | None = None
         self._dsn: str | None = None
         self._primary_down_until = 0.0
@@ -137,13 +139,12 @@ class Database:
 
     async def _acquire(self, within: float | None = None) -> asyncpg.Connection:
         try:
-            conn = await self.pool.acquire(
-                timeout=self.acquire_timeout if within is None else within
+            # A pool proxy behaves as a connection; repositories are typed against that.
+            return await self._in_turn.acquire(
+                self.pool, self.acquire_timeout if within is None else within
             )
         except TimeoutError as exc:
             raise service_unavailable() from exc
-        # A pool proxy behaves as a connection; repositories are typed against that.
-        return cast(asyncpg.Connection, conn)
 
     async def _acquire_for_transaction(self) -> asyncpg.Connection:
         """A pooled connection for a transaction, once one of the transaction slots is
@@ -152,7 +153,8 @@ class Database:
         writes leave the rest of the pool to single-statement reads."""
         started = time.monotonic()
         try:
-            await asyncio.wait_for(self._slots.acquire(), self.acquire_timeout)
+            async with asyncio.timeout(self.acquire_timeout):
+                await self._slots.acquire()
         except TimeoutError as exc:
             raise service_unavailable() from exc
         try:
@@ -166,7 +168,7 @@ class Database:
 
     async def _release(self, conn: asyncpg.Connection) -> None:
         try:
-            await self.pool.release(cast(Any, conn))
+            await self._in_turn.release(self.pool, conn, self.acquire_timeout)
         finally:
             if id(conn) in self._slotted:
                 self._slotted.discard(id(conn))
