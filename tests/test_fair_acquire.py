@@ -38,6 +38,7 @@ async def _served_order(acquire: Acquire, release: Release) -> list[str]:
     loop = asyncio.get_running_loop()
     served: list[str] = []
     asked: list[str] = []
+    tasks: list[asyncio.Task[None]] = []
 
     async def ask(name: str) -> None:
         asked.append(name)
@@ -48,23 +49,24 @@ async def _served_order(acquire: Acquire, release: Release) -> list[str]:
 
     def later(steps: int, name: str) -> None:
         if steps == 0:
-            loop.create_task(ask(name))
+            tasks.append(loop.create_task(ask(name)))
         else:
             loop.call_soon(later, steps - 1, name)
 
     held = await acquire()
-    waiter = loop.create_task(ask("waiter"))
-    while not asked:
+    tasks.append(loop.create_task(ask("waiter")))
+    for _ in range(4):  # the waiter asks and is queued in the pool (or before it)
         await asyncio.sleep(0)
-    for _ in range(3):  # the waiter is queued in the pool (or before it)
-        await asyncio.sleep(0)
+    assert asked == ["waiter"]
+    assert served == []
     releasing = loop.create_task(release(held))
     for step in range(NEWCOMERS):
         later(step, f"newcomer {step}")
     await asyncio.wait_for(releasing, 10)
-    await asyncio.wait_for(waiter, 10)
-    while len(served) < NEWCOMERS + 1:
-        await asyncio.sleep(0.001)
+    for _ in range(NEWCOMERS + 2):  # every newcomer's task exists
+        await asyncio.sleep(0)
+    assert len(tasks) == NEWCOMERS + 1
+    await asyncio.wait_for(asyncio.gather(*tasks), 10)
     assert sorted(asked) == sorted(served)
     return served
 
