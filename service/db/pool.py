@@ -153,8 +153,11 @@ class Database:
         writes leave the rest of the pool to single-statement reads."""
         started = time.monotonic()
         try:
-            async with asyncio.timeout(self.acquire_timeout):
-                await self._slots.acquire()
+            if self._slots.locked():
+                async with asyncio.timeout(self.acquire_timeout):
+                    await self._slots.acquire()
+            else:
+                await self._slots.acquire()  # free: taken without a timer
         except TimeoutError as exc:
             raise service_unavailable() from exc
         try:

@@ -40,7 +40,11 @@ class WriteBulkhead:
         self._users[resource] = self._users.get(resource, 0) + 1
         try:
             try:
-                await asyncio.wait_for(slots.acquire(), self.wait_seconds)
+                if slots.locked():
+                    async with asyncio.timeout(self.wait_seconds):
+                        await slots.acquire()
+                else:
+                    await slots.acquire()  # free: no timer (wait_for ran a task per write)
             except TimeoutError as exc:
                 raise service_unavailable() from exc
             try:
