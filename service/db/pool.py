@@ -23,6 +23,7 @@ import asyncpg
 from asyncpg.transaction import Transaction
 
 from service.base.errors import RetryTransaction
+from service.base.slots import acquire_within
 from service.db.connections import (
     command_timeout,
     connect,
@@ -153,11 +154,7 @@ class Database:
         writes leave the rest of the pool to single-statement reads."""
         started = time.monotonic()
         try:
-            if self._slots.locked():
-                async with asyncio.timeout(self.acquire_timeout):
-                    await self._slots.acquire()
-            else:
-                await self._slots.acquire()  # free: taken without a timer
+            await acquire_within(self._slots, self.acquire_timeout)
         except TimeoutError as exc:
             raise service_unavailable() from exc
         try:

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from service.base.errors import ServiceError
+from service.base.slots import acquire_within
 
 RETRY_AFTER = {"Retry-After": "1"}
 
@@ -54,10 +55,7 @@ class HeavyReads:
                 yield False
                 return
             try:
-                if self._slots.locked():
-                    await asyncio.wait_for(self._slots.acquire(), self.wait_seconds)
-                else:
-                    await self._slots.acquire()  # free: taken without a pause
+                await acquire_within(self._slots, self.wait_seconds)
             except TimeoutError:
                 raise ServiceError(
                     "SERVICE_UNAVAILABLE",

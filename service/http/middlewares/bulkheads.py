@@ -19,6 +19,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from service.auth.authorization import SAFE_METHODS
+from service.base.slots import acquire_within
 from service.db.errors import service_unavailable
 from service.http.routing import Handler
 
@@ -40,11 +41,7 @@ class WriteBulkhead:
         self._users[resource] = self._users.get(resource, 0) + 1
         try:
             try:
-                if slots.locked():
-                    async with asyncio.timeout(self.wait_seconds):
-                        await slots.acquire()
-                else:
-                    await slots.acquire()  # free: no timer (wait_for ran a task per write)
+                await acquire_within(slots, self.wait_seconds)
             except TimeoutError as exc:
                 raise service_unavailable() from exc
             try:
