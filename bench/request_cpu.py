@@ -20,6 +20,13 @@ context at depth 10, both again with the read cache off, and a config write. The
 service's logs are at --log-level, by default the service's own default (info: every
 request writes its access line, gathered as the service gathers them), written to
 /dev/null so that the table stays readable.
+
+On a busy virtual machine those CPU figures move by a third between runs. With
+`--instructions` the run starts again under valgrind's callgrind (bench/instructions.py)
+and gives instructions per request instead: the same figure for the same code within
+about 2 %, whatever else runs. Its caveat: callgrind runs the code about 60 x slower,
+so what is batched by time (the access lines, written every 50 ms) is written in
+smaller batches and weighs more per request than at full speed.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import asyncio
 import gc
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -38,6 +46,7 @@ from aiohttp import web
 
 from bench.baselines import create_baseline_app
 from bench.environment import PostgresServer
+from bench.instructions import Counter, rerun_under_callgrind
 from bench.runner import prepare
 from service.app import create_app
 from service.http.deadlines import Deadlines, TimedRequestHandler
@@ -47,6 +56,7 @@ from service.settings.options import Settings
 
 API = "/api/v1/tenants"
 WRITE_KEY = "bench.request_cpu"
+ROUND_TIMEOUT_S = 600.0
 
 
 class _Sink(asyncio.Transport):
@@ -100,9 +110,14 @@ def _request(method: str, path: str, headers: dict[str, str], body: bytes = b"")
 
 
 async def measure(
-    app: web.Application, requests: Callable[[int], bytes], count: int, rounds: int
+    app: web.Application,
+    requests: Callable[[int], bytes],
+    count: int,
+    rounds: int,
+    counter: Counter | None = None,
 ) -> tuple[float, float]:
-    """Median and lowest CPU microseconds per request over `rounds` rounds of `count`."""
+    """Median and lowest CPU microseconds per request over `rounds` rounds of `count`
+    (instructions per request when `counter` counts them)."""
     runner = web.AppRunner(app, handle_signals=False, access_log=None)
     await runner.setup()
     try:
@@ -121,15 +136,22 @@ async def measure(
                 protocol.data_received(requests(sequence))
                 await sink.answered
 
-        await run(min(count, 2000))  # caches, prepared statements, the route table
+        # A round that stops answering fails the run instead of waiting forever (seen
+        # once under callgrind: an answer that never came).
+        async with asyncio.timeout(ROUND_TIMEOUT_S):
+            await run(min(count, 2000))  # caches, prepared statements, the route table
         gc.collect()
         gc.freeze()
         gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, 20, 10)  # as service/server.py runs
         figures = []
         for _ in range(rounds):
-            started = time.process_time()
-            await run(count)
-            figures.append((time.process_time() - started) / count * 1e6)
+            async with asyncio.timeout(ROUND_TIMEOUT_S):
+                if counter is not None:
+                    figures.append(await counter.count(lambda: run(count)) / count)
+                    continue
+                started = time.process_time()
+                await run(count)
+                figures.append((time.process_time() - started) / count * 1e6)
         sink.close()
         protocol.connection_lost(None)
         if sink.refused is not None:
@@ -167,15 +189,17 @@ async def run_all(args: argparse.Namespace, server: PostgresServer) -> None:
         ),
     ]
     baseline: float | None = None
-    print(f"{'request':28} {'median us':>10} {'lowest us':>10} {'B_http / it':>12}")
+    counter = Counter.active()
+    unit = "us" if counter is None else "instr"
+    print(f"{'request':28} {'median ' + unit:>12} {'lowest ' + unit:>12} {'B_http / it':>12}")
     for name, settings, requests in cases:
         if args.only and name not in args.only and name != "B_http":
             continue
         app = create_baseline_app(prepared.dsn, 2) if settings is None else create_app(settings)
         count = args.requests if name != "config_write" else max(50, args.requests // 20)
-        median, lowest = await measure(app, requests, count, args.rounds)
+        median, lowest = await measure(app, requests, count, args.rounds, counter)
         baseline = baseline or median
-        print(f"{name:28} {median:10.1f} {lowest:10.1f} {baseline / median:12.3f}", flush=True)
+        print(f"{name:28} {median:12.1f} {lowest:12.1f} {baseline / median:12.3f}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -195,7 +219,16 @@ def main(argv: list[str] | None = None) -> None:
         help="comma-separated requests to measure (B_http always is), e.g. "
         "get_tenant,context_depth10",
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count instructions per request under valgrind's callgrind instead of "
+        "timing CPU (repeatable on a busy machine; about 60 x slower: fewer --requests)",
+    )
     args = parser.parse_args(argv)
+    if args.instructions and Counter.active() is None:
+        given = sys.argv[1:] if argv is None else list(argv)
+        raise SystemExit(rerun_under_callgrind("bench.request_cpu", given))
     with (
         open(os.devnull, "w") as args.log_stream,
         PostgresServer(args.database_url, args.data_dir) as server,
