@@ -1,6 +1,6 @@
 """Instructions per request, counted by valgrind's callgrind: the same figure for the
 same code whatever else the machine is doing, where CPU time moves by a third between
-runs on a busy virtual machine (docs/performance.md, round 17).
+runs on a busy virtual machine.
 
 `bench.request_cpu --instructions` starts itself again under callgrind with
 instrumentation off (start-up, the seed and the warm-up run at valgrind's uninstrumented
@@ -76,7 +76,8 @@ class Counter:
 
     async def count(self, work: Callable[[], Awaitable[None]]) -> int:
         """Instructions executed by this process while `work` ran."""
-        self._control("--zero")
+        # Nothing is counted while instrumentation is off, and each dump zeroes the
+        # counters: the total dumped is this work's.
         self._control("--instr=on")
         try:
             await work()
