@@ -18,6 +18,7 @@ TIERS: dict[str, frozenset[str]] = {
     "processes": frozenset(
         {
             "test_api_linters",
+            "test_bench_instructions",
             "test_audit_chain",
             "test_cli",
             "test_cli_admin",
