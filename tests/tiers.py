@@ -18,8 +18,8 @@ TIERS: dict[str, frozenset[str]] = {
     "processes": frozenset(
         {
             "test_api_linters",
-            "test_bench_instructions",
             "test_audit_chain",
+            "test_bench_instructions",
             "test_cli",
             "test_cli_admin",
             "test_cli_help",
