@@ -93,6 +93,12 @@ async def test_as_of_changes_since_and_revert(tab: Tab, service: Service) -> Non
     assert (
         await page.locator('table.context-config tr[data-key="theme"] .badge.locked').count() == 0
     )
+    # The changes are drawn again (the theme is back to what it was then), and the
+    # confirmation stays with them rather than going with the box that said it.
+    await page.locator('table.changes-table tr[data-key="theme"]').wait_for(state="detached")
+    await page.locator('table.changes-table tr[data-key="seats"]').wait_for()
+    confirmation = page.locator(".message.success", has_text=f"Revision {changed} reverted")
+    assert await confirmation.is_visible()
     context = await service.api("GET", f"/tenants/{child['id']}/context")
     assert context["resolved_config"]["theme"]["value"] == "light"
     tab.check_clean()

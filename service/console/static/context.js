@@ -85,12 +85,14 @@ export async function contextPage(view, tenantId, app) {
   const body = h("div.context-body");
   const changes = h("section.card.changes", { "aria-labelledby": "changes-title" });
   changes.hidden = true;
-  async function showChanges(since) {
+  // After a revert the changes are drawn again, and the confirmation with them: the
+  // redrawn section's message box replaces the one that said it.
+  async function showChanges(since, notice = null) {
     changes.hidden = false;
-    await changesSince(changes, tenantId, since, async () => {
+    await changesSince(changes, tenantId, since, async (text) => {
       await load();
-      await changesSince(changes, tenantId, since, load);
-    });
+      await showChanges(since, text);
+    }, notice);
   }
   const control = timeControl((at) => { asOf = at; load(); }, showChanges);
   const revealButton = h("button.secondary", {

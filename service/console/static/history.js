@@ -69,7 +69,7 @@ async function newestRevision(tenantId) {
 }
 
 // What changed in the context since a moment, with a revert per causing revision.
-export async function changesSince(container, tenantId, since, onReverted) {
+export async function changesSince(container, tenantId, since, onReverted, notice = null) {
   const message = messageBox();
   let diff;
   try {
@@ -97,6 +97,7 @@ export async function changesSince(container, tenantId, since, onReverted) {
       ? table(["Key", "Change", "Before", "After", "Caused by", ""], rows, "changes-table")
       : h("p.empty", {}, "Nothing changed in this context since then."),
     message, impact);
+  if (notice) message.show(notice, "success");
 }
 
 function revertLines(changes) {
@@ -132,8 +133,9 @@ async function previewRevert(impact, revision, message, onReverted) {
     try {
       const answer = await post(`/revisions/${revision}/revert`, force ? { force: true } : {});
       fill(impact);
-      message.show(`Revision ${revision} reverted as revision ${answer.headers.get("X-Revision")}.`, "success");
-      await onReverted();
+      const text = `Revision ${revision} reverted as revision ${answer.headers.get("X-Revision")}.`;
+      message.show(text, "success");
+      await onReverted(text);
     } catch (err) {
       fill(impact, h("p.message.error", {}, err.describe()));
     }
