@@ -5,15 +5,22 @@ handlers before they send a body). A base module, so every layer may use it."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
 class Rendered:
-    """A document as the API answers it: JSON bytes and their ETag."""
+    """A document as the API answers it: JSON bytes and their ETag; and, once a client
+    asked for it, the body gzipped (`gzipped`): a cached document is read again and
+    again, and gzipping a 20 kB context costs three times its whole cached read."""
 
     body: bytes
     etag: str
+    gzipped: bytes | None = field(default=None, compare=False, repr=False)
+
+    def keep_gzipped(self, gzipped: bytes) -> None:
+        """Remember the body gzipped (by the HTTP layer, which knows how it gzips)."""
+        object.__setattr__(self, "gzipped", gzipped)
 
     @classmethod
     def of_text(cls, text: str) -> Rendered:

@@ -9,9 +9,16 @@ with no compression asked for, all of that is known in advance, so the pipeline
 string (`head`) and `RenderedAnswer.prepare` hands it to the connection's writer,
 which sends it with the body in one write, exactly as aiohttp would.
 
-Anything else (HEAD, 304, another status, Connection: close, HTTP/1.0, a body to gzip,
-headers a handler added, a response-prepare signal) takes aiohttp's own path: the
-object is an ordinary `web.Response` with its headers as before.
+A body to gzip is gzipped once per document: the first answer that asks for it takes
+aiohttp's own path, which gzips it, and the document keeps the result
+(`Rendered.gzipped`); later answers send those bytes, by the fast head when they qualify
+for it, by aiohttp's path otherwise. A cached 20 kB context cost about 140 µs more for a
+client asking for gzip (the Python client does, as most HTTP clients do) than for one
+that did not: three times the rest of its read.
+
+Anything else (HEAD, 304, another status, Connection: close, HTTP/1.0, headers a
+handler added, a response-prepare signal) takes aiohttp's own path: the object is an
+ordinary `web.Response` with its headers as before.
 
 The head is aiohttp's: the same fields and values; tests/test_rendered_answers.py sends
 the same requests both ways and compares the answers, so an aiohttp upgrade that changes
@@ -21,7 +28,7 @@ attributes this relies on, and every answer then takes aiohttp's path.
 
 from __future__ import annotations
 
-from aiohttp import HttpVersion11, web
+from aiohttp import HttpVersion11, hdrs, web
 from aiohttp.abc import AbstractStreamWriter
 from aiohttp.compression_utils import MAX_SYNC_CHUNK_SIZE
 from aiohttp.helpers import rfc822_formatted_time
@@ -39,6 +46,7 @@ FAST_HEADS = (
 # What every fast head of a credentialed route carries after the rate-limit fields.
 _TAIL = f"Server: {SERVER}\r\nCache-Control: no-store\r\n"
 _VARY = "Vary: Accept-Encoding\r\n"
+_GZIP = "Content-Encoding: gzip\r\n"
 
 
 class RenderedAnswer(web.Response):
@@ -57,28 +65,37 @@ class RenderedAnswer(web.Response):
         self._zlib_executor = None
         self.rendered = rendered
         self.head: bytes | None = None
+        # The bytes the fast head sends: the body, or the body gzipped.
+        self._sent = rendered.body
 
     def sendable_as_bytes(self, request: web.Request) -> bool:
         """Whether this answer to `request` may leave by the fast head: nothing but the
         two headers it was made with, a plain HTTP/1.1 keep-alive GET, a body that is
-        not to be compressed, no signal that would change the headers."""
-        return (
+        not to be gzipped or was gzipped before, no signal that would change the
+        headers."""
+        if not (
             FAST_HEADS
             and request.method == "GET"
             and request.version == HttpVersion11
             and request.keep_alive
             and len(self.headers) == 2
-            and not gzips(request.headers.get("Accept-Encoding"), len(self.rendered.body))
             and not self.prepared
             and not request.app.on_response_prepare
-        )
+        ):
+            return False
+        rendered = self.rendered
+        if gzips(request.headers.get("Accept-Encoding"), len(rendered.body)):
+            if rendered.gzipped is None:
+                return False  # aiohttp's path gzips it, once (_do_start_compression)
+            self._sent = self._compressed_body = rendered.gzipped
+        return True
 
     def set_head(self, request_id: str, rate_limit_fields: str) -> None:
         """The status line and every header, as aiohttp would send them. The values
         are the service's own: an ETag of hex digits, a request id the pipeline
         checked against its pattern (letters, digits and `._:-`), numbers."""
         rendered = self.rendered
-        size = len(rendered.body)
+        sent = self._sent
         self.head = (
             "HTTP/1.1 200 OK\r\n"
             "Content-Type: application/json\r\n"
@@ -86,8 +103,9 @@ class RenderedAnswer(web.Response):
             f"{rate_limit_fields}"
             f"X-Request-ID: {request_id}\r\n"
             f"{_TAIL}"
-            f"{_VARY if size > COMPRESS_MIN_BYTES else ''}"
-            f"Content-Length: {size}\r\n"
+            f"{_VARY if len(rendered.body) > COMPRESS_MIN_BYTES else ''}"
+            f"Content-Length: {len(sent)}\r\n"
+            f"{'' if sent is rendered.body else _GZIP}"
             f"Date: {rfc822_formatted_time()}\r\n\r\n"
         ).encode()
 
@@ -105,3 +123,19 @@ class RenderedAnswer(web.Response):
         writer._headers_buf = head  # type: ignore[attr-defined]
         writer._headers_written = False  # type: ignore[attr-defined]
         return writer
+
+    async def _do_start_compression(self, coding: web.ContentCoding) -> None:
+        """aiohttp's gzip of the whole body, done once per document: the bytes it made
+        are kept with the document, and sent again as they are."""
+        rendered = self.rendered
+        if coding is not web.ContentCoding.gzip:
+            await super()._do_start_compression(coding)
+        elif rendered.gzipped is not None:
+            # What aiohttp's Response._do_start_compression leaves, without the gzip.
+            self._compressed_body = rendered.gzipped
+            self._headers[hdrs.CONTENT_ENCODING] = coding.value
+            self._headers[hdrs.CONTENT_LENGTH] = str(len(rendered.gzipped))
+        else:
+            await super()._do_start_compression(coding)
+            if self._compressed_body is not None:
+                rendered.keep_gzipped(self._compressed_body)
