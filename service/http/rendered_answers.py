@@ -12,9 +12,9 @@ which sends it with the body in one write, exactly as aiohttp would.
 A body to gzip is gzipped once per document: the first answer that asks for it takes
 aiohttp's own path, which gzips it, and the document keeps the result
 (`Rendered.gzipped`); later answers send those bytes, by the fast head when they qualify
-for it, by aiohttp's path otherwise. A cached 20 kB context cost about 140 µs more for a
-client asking for gzip (the Python client does, as most HTTP clients do) than for one
-that did not: three times the rest of its read.
+for it, by aiohttp's path otherwise. A cached 20 kB context read by a client asking for
+gzip (the Python client does, as most HTTP clients do) took 430 to 474 µs of CPU in
+process, against 46 to 95 µs without gzip; gzipped once, 56 to 66 µs.
 
 Anything else (HEAD, 304, another status, Connection: close, HTTP/1.0, headers a
 handler added, a response-prepare signal) takes aiohttp's own path: the object is an
