@@ -128,7 +128,8 @@ class RenderedAnswer(web.Response):
         """aiohttp's gzip of the whole body, done once per document: the bytes it made
         are kept with the document, and sent again as they are."""
         rendered = self.rendered
-        if coding is not web.ContentCoding.gzip:
+        if coding is not web.ContentCoding.gzip or self._body is not rendered.body:
+            # Another coding, or a body set since: not the document's bytes to keep.
             await super()._do_start_compression(coding)
         elif rendered.gzipped is not None:
             # What aiohttp's Response._do_start_compression leaves, without the gzip.
