@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 class Rendered:
     """A document as the API answers it: JSON bytes and their ETag; and, once a client
     asked for it, the body gzipped (`gzipped`): a cached document is read again and
-    again, and gzipping a 20 kB context costs three times its whole cached read."""
+    again, and gzipping a 20 kB context cost several times its whole cached read."""
 
     body: bytes
     etag: str
