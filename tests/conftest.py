@@ -27,6 +27,8 @@ from tests.tiers import left_out_of, marks_of_test
 JWT_SECRET = "test-jwt-secret-0123456789abcdefghijklmnopqrstuvwxyz-0123456789abcdef"
 HMAC_SECRET = "test-hmac-secret-0123456789abcdefghijklmnopqrstuvwxyz"
 ENCRYPTION_KEY = base64.b64encode(bytes(range(32))).decode()
+# A hung test fails with its asyncio tasks' stacks (pytest-timeout's bound).
+pytest_plugins = ["tests.support.hangs"]
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

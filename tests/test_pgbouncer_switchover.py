@@ -42,7 +42,12 @@ async def admin(bouncer: PgBouncer, command: str) -> None:
         "-d", "pgbouncer", "-c", command,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
-    out, err = await process.communicate()
+    try:
+        out, err = await asyncio.wait_for(process.communicate(), timeout=30)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        raise
     assert process.returncode == 0, (command, out, err)
 
 

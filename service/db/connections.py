@@ -3,6 +3,7 @@ sent when connecting, and the pool (service/db/pool.py holds it)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -13,6 +14,9 @@ from service.db.sockets import detect_dead_server
 from service.settings.options import Settings
 
 COMMAND_TIMEOUT_MARGIN_SECONDS = 2.0
+# Requests and background work have finished (or been given up on) when the pool closes;
+# a connection still out after this long is never coming back.
+POOL_CLOSE_TIMEOUT_SECONDS = 10.0
 
 
 def _encode_json(value: Any) -> str:
@@ -94,3 +98,16 @@ async def create_pool(settings: Settings, dsn: str, *, min_size: int | None = No
     )
     assert pool is not None
     return pool
+
+
+async def close_pool(pool: asyncpg.Pool, within: float = POOL_CLOSE_TIMEOUT_SECONDS) -> bool:
+    """Close the pool gracefully, or terminate it when that takes longer than `within`:
+    asyncpg's close waits, without a bound, for every connection to come back and for
+    the server (or PgBouncer) to drop each one. True when it closed gracefully."""
+    try:
+        await asyncio.wait_for(pool.close(), within)
+    except TimeoutError:
+        # wait_for cancelled close(), which terminates the pool on its way out.
+        pool.terminate()
+        return False
+    return True

@@ -25,6 +25,7 @@ from asyncpg.transaction import Transaction
 from service.base.errors import RetryTransaction
 from service.base.slots import acquire_within
 from service.db.connections import (
+    close_pool,
     command_timeout,
     connect,
     create_pool,
@@ -41,6 +42,7 @@ from service.db.queries import Queries
 from service.db.replicas import Replica, ReplicaSet
 from service.db.replication import ReplicationRepository
 from service.db.sockets import detect_dead_server
+from service.observability.logs import get_logger
 from service.settings.options import Settings
 
 # Connections are made in service/db/connections.py; callers find them here too.
@@ -54,6 +56,7 @@ __all__ = [
     "server_settings",
 ]
 T = TypeVar("T")
+log = get_logger("service.db.pool")
 Connection = asyncpg.Connection
 _RETRYABLE = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError, RetryTransaction)
 MAX_TRANSACTION_ATTEMPTS = 8
@@ -136,7 +139,8 @@ class Database:
         await self.replicas.stop()
         if self._pool is not None:
             pool, self._pool = self._pool, None
-            await pool.close()
+            if not await close_pool(pool):
+                log.warning("pool terminated", reason="a connection was not given back in time")
 
     async def _acquire(self, within: float | None = None) -> asyncpg.Connection:
         try:
