@@ -30,6 +30,7 @@ TIERS: dict[str, frozenset[str]] = {
             "test_first_contact",
             "test_first_start",
             "test_generated_client",
+            "test_hangs",
             "test_hostile_connections",
             "test_key_cli",
             "test_key_cli_names",

@@ -1,11 +1,12 @@
 """A test that hangs fails after pytest-timeout's bound (`timeout` in pyproject.toml)
-with what it was waiting for: pytest-timeout prints the threads' stacks, which for an
-asyncio test only shows the event loop in select(); this prints every task's stack too,
-then fails the test as pytest-timeout does, so the suite goes on."""
+with what it was waiting for: the threads' stacks, which for an asyncio test end in the
+event loop's select(), and every asyncio task's stack; then it fails the test as
+pytest-timeout does, so the suite goes on."""
 
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import signal
 import sys
 import threading
@@ -35,6 +36,7 @@ def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
 
     def handler(_signum: int, _frame: FrameType | None) -> None:
         __tracebackhide__ = True
+        faulthandler.dump_traceback(sys.stderr, all_threads=True)
         dump_tasks()
         pytest.fail(f"Timeout (>{settings.timeout}s): the asyncio tasks are on stderr")
 
