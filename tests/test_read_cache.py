@@ -379,8 +379,8 @@ async def test_each_heard_change_gets_the_primary_position_sampled_after_it() ->
     cache.enable()
     tenant_id = uuid.uuid4()
     cache.announced(f"o{tenant_id}")
-    await asked.wait()
     async with asyncio.timeout(10):
+        await asked.wait()
         await cache.wait_positioned()
     assert cache.positioned_all
     assert not cache.behind("tenant", tenant_id, f"/{tenant_id}", 700)

@@ -23,6 +23,7 @@ from service.http.middlewares.freshness import hear_own_changes
 from service.settings.options import Settings
 from tests.support.api import create_tenant, get_json, move, unique_slug
 from tests.support.entries import context, put_config
+from tests.support.waiting import reached
 
 
 @pytest.fixture
@@ -189,7 +190,7 @@ async def test_a_read_overlapping_a_change_of_its_tenant_is_not_cached(
     monkeypatch.setattr(repo, "render_tenant_context", gate.wrap(repo.render_tenant_context))
 
     read = asyncio.create_task(context(client, admin, ids["e"]))
-    await gate.reached.wait()
+    await reached([gate.reached], [read])
     # The change commits (through the other instance) and this instance hears it while
     # the read holds rows from before it.
     await put_config(other, admin, ids[changed], "plan", "platinum", expect=200)

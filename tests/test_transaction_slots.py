@@ -17,6 +17,7 @@ from service.db.pool import Database, transaction_slots
 from service.http.appkeys import DATABASE
 from service.settings.options import ConfigError, Settings
 from tests.conftest import base_env
+from tests.support.waiting import reached
 
 POOL = 4
 SLOTS = 2
@@ -65,7 +66,7 @@ async def test_transactions_beyond_the_slots_wait_while_reads_go_on(client: Any)
     release = asyncio.Event()
     entered = [asyncio.Event() for _ in range(SLOTS + 1)]
     holders = [asyncio.create_task(_hold(database, e, release)) for e in entered[:SLOTS]]
-    await asyncio.gather(*(e.wait() for e in entered[:SLOTS]))
+    await reached(entered[:SLOTS], holders)
     third = asyncio.create_task(_hold(database, entered[SLOTS], release))
     await _parked(database, 1)
     assert not entered[SLOTS].is_set()
@@ -85,7 +86,7 @@ async def test_a_transaction_that_finds_no_slot_answers_503_and_takes_none(clien
     release = asyncio.Event()
     entered = [asyncio.Event() for _ in range(SLOTS)]
     holders = [asyncio.create_task(_hold(database, e, release)) for e in entered]
-    await asyncio.gather(*(e.wait() for e in entered))
+    await reached(entered, holders)
     with pytest.raises(ServiceError) as refused:
         await database.transaction(lambda conn: conn.fetchval("SELECT 1"))
     assert refused.value.code == "SERVICE_UNAVAILABLE"
